@@ -1,0 +1,83 @@
+"""Helpers shared by the benchmark scripts: quiet logging, the graphs, RSS, a table printer."""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def quiet_logging() -> None:
+    """Drop structlog debug/info: turnloom logs every turn at debug level."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+def pause_then_canned(pause_timeout_ms: int = 0):  # -> turnloom.GraphDescription
+    """Pause node "gate" (default_exit="reply") -> CannedResponse "reply" (lines=["ok"])."""
+    import turnloom as tl
+
+    return (
+        tl.GraphDescription()
+        .add_node("gate", tl.PauseParams(default_exit="reply", pause_timeout_ms=pause_timeout_ms))
+        .add_node("reply", tl.CannedResponseParams(lines=["ok"]))
+        .set_start_node("gate")
+    )
+
+
+def pause_then_generate():  # -> turnloom.GraphDescription
+    """Pause node "gate" -> Generate "reply" on the mock model (echo reply, streamed)."""
+    import turnloom as tl
+
+    return (
+        tl.GraphDescription()
+        .add_node("gate", tl.PauseParams(default_exit="reply"))
+        .add_node("reply", tl.GenerateParams())
+        .set_start_node("gate")
+        .set_default_model_name("mock")
+    )
+
+
+def rss_bytes() -> int:
+    """Current resident set size (Linux /proc); falls back to the peak from getrusage."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """Print a plain fixed-width table (first column left-aligned, the rest right-aligned)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(row: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        )
+
+    print(line(cells[0]))
+    print("  ".join("-" * w for w in widths))
+    for row in cells[1:]:
+        print(line(row))
+
+
+def ensure_importable() -> None:
+    """Let `python bench/x.py` find the package and `bench` when run from anywhere."""
+    root = str(REPO_ROOT)
+    if root not in sys.path:
+        sys.path.insert(0, root)

@@ -1,0 +1,115 @@
+"""Graph building and validation at agent creation (R-G1, R-G2, R-G3)."""
+
+from __future__ import annotations
+
+import pytest
+
+import turnloom as tl
+from tests.helpers import graph_of
+
+Code = tl.ErrorCode
+
+
+def create_error(engine: tl.Engine, graph: tl.GraphDescription) -> tl.TurnloomError:
+    with pytest.raises(tl.TurnloomError) as info:
+        engine.create_agent(graph)
+    return info.value
+
+
+def test_fluent_builder_returns_the_graph() -> None:
+    g = tl.GraphDescription()
+    assert g.add_node("a", tl.PauseParams()) is g
+    assert g.set_start_node("a") is g
+    assert g.set_default_model_name("mock") is g
+
+
+def test_empty_graph_is_3003(engine: tl.Engine) -> None:
+    err = create_error(engine, tl.GraphDescription().set_default_model_name("mock"))
+    assert err.code == Code.GraphCompilationFailed and "no nodes" in err.message
+
+
+def test_duplicate_node_names_are_3003(engine: tl.Engine) -> None:
+    g = graph_of(("a", tl.PauseParams()), ("a", tl.PauseParams()))
+    err = create_error(engine, g)
+    assert err.code == Code.GraphCompilationFailed and "'a'" in err.message
+
+
+@pytest.mark.parametrize("start, words", [("", "no start node"), ("ghost", "'ghost'")])
+def test_missing_or_unknown_start_is_3003(engine: tl.Engine, start: str, words: str) -> None:
+    g = tl.GraphDescription().add_node("a", tl.PauseParams()).set_default_model_name("mock")
+    err = create_error(engine, g.set_start_node(start))
+    assert err.code == Code.GraphCompilationFailed and words in err.message
+
+
+def test_model_node_without_any_model_is_3003(engine: tl.Engine) -> None:
+    g = tl.GraphDescription().add_node("gen", tl.GenerateParams()).set_start_node("gen")
+    err = create_error(engine, g)
+    assert err.code == Code.GraphCompilationFailed
+    assert "'gen'" in err.message and "model_name" in err.message
+
+
+def test_model_that_is_not_loaded_is_3003(engine: tl.Engine) -> None:
+    g = graph_of(("gen", tl.GenerateParams(model_name="llama-9000")))
+    err = create_error(engine, g)
+    assert err.code == Code.GraphCompilationFailed and "llama-9000" in err.message
+
+
+def test_exit_to_missing_node_is_3008_naming_node_and_field(engine: tl.Engine) -> None:
+    g = graph_of(("p", tl.PauseParams(timeout_exit="nowhere")))
+    err = create_error(engine, g)
+    assert err.code == Code.InvalidExitTarget
+    assert "'p'" in err.message and "timeout_exit" in err.message and "nowhere" in err.message
+
+
+def test_params_that_are_not_params_are_3003(engine: tl.Engine) -> None:
+    g = graph_of(("p", {"default_exit": ""}))  # type: ignore[arg-type]
+    assert create_error(engine, g).code == Code.GraphCompilationFailed
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        (tl.PauseParams(pause_timeout_ms=-1), "pause_timeout_ms"),
+        (tl.CannedResponseParams(lines=[]), "lines"),
+        (tl.GenerateParams(sampling=tl.SamplingParams(temperature=-0.5)), "sampling.temperature"),
+        (tl.GenerateParams(template="{{#open}}x{{/shut}}"), "template"),
+        (tl.GenerateParams(placement="sideways"), "placement"),  # type: ignore[arg-type]
+        (tl.CannedResponseParams(lines=["ok", 3]), "lines"),  # type: ignore[list-item]
+    ],
+)
+def test_out_of_range_values_are_3007_at_creation(
+    engine: tl.Engine, params: tl.NodeParams, field: str
+) -> None:
+    err = create_error(engine, graph_of(("n", params)))
+    assert err.code == Code.InvalidParamValue
+    assert "'n'" in err.message and f"'{field}'" in err.message
+
+
+def test_graph_is_frozen_at_creation(engine: tl.Engine) -> None:
+    lines = ["hello"]
+    g = graph_of(("say", tl.CannedResponseParams(lines=lines)))
+    agent = engine.create_agent(g)
+    lines[0] = "changed after creation"
+    assert agent.send_message("hi").result.text == "hello"  # type: ignore[union-attr]
+
+
+def test_max_steps_must_be_positive(engine: tl.Engine) -> None:
+    with pytest.raises(tl.TurnloomError) as info:
+        engine.create_agent(graph_of(("p", tl.PauseParams())), max_steps_per_turn=0)
+    assert info.value.code == Code.InvalidParamValue
+
+
+def test_graph_diagram_marks_pausing_nodes_and_exits() -> None:
+    from turnloom.engine.graph_diagram import draw_graph
+
+    g = graph_of(
+        ("gate", tl.PauseParams(default_exit="say", pause_timeout_ms=10, timeout_exit="say")),
+        ("say", tl.CannedResponseParams(lines=["x"])),
+    )
+    mermaid = draw_graph(g, "mermaid")
+    assert 'gate -. "default (paused)" .-> say' in mermaid
+    assert 'gate -- "timeout" --> say' in mermaid
+    assert 'say -- "default" --> __end__' in mermaid
+    assert "class gate pausing" in mermaid and "class say pausing" not in mermaid
+    dot = draw_graph(g, "dot")
+    assert 'gate -> say [label="default (paused)" style=dashed]' in dot

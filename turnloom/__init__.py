@@ -1,0 +1,56 @@
+"""turnloom: a turn engine for LLM agents in games and interactive apps.
+
+An agent is a graph of typed nodes; each user message starts a turn that walks it, and a turn
+can pause between nodes so the host can inspect, change params and resume.
+"""
+
+from .engine.backends.base import GenerationRequest, GenerationResult, ModelBackend
+from .engine.backends.mock import MockModel
+from .engine.clock import Clock, LoopClock, VirtualClock
+from .engine.core import EngineSettings
+from .engine.graph import GraphDescription
+from .engine.params import (
+    CannedResponseParams,
+    GenerateParams,
+    NodeParams,
+    PauseParams,
+    Placement,
+    SamplingParams,
+    Selection,
+)
+from .engine.results import PauseInfo, Step, ToolResult, TurnResult, TurnStatus
+from .host import Agent, AsyncAgent, AsyncEngine, BlockingCallInCallback, Engine
+from .protocol.errors import ErrorCode, TurnloomError
+from .states import TurnState
+
+__all__ = [
+    "Agent",
+    "AsyncAgent",
+    "AsyncEngine",
+    "BlockingCallInCallback",
+    "CannedResponseParams",
+    "Clock",
+    "Engine",
+    "EngineSettings",
+    "ErrorCode",
+    "GenerateParams",
+    "GenerationRequest",
+    "GenerationResult",
+    "GraphDescription",
+    "LoopClock",
+    "MockModel",
+    "ModelBackend",
+    "NodeParams",
+    "PauseInfo",
+    "PauseParams",
+    "Placement",
+    "SamplingParams",
+    "Selection",
+    "Step",
+    "ToolResult",
+    "TurnResult",
+    "TurnState",
+    "TurnStatus",
+    "TurnloomError",
+    "VirtualClock",
+]

@@ -1,0 +1,1 @@
+"""Graphs, typed params, node executors, agents, the turn executor, backends and clocks."""

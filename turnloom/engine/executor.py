@@ -1,0 +1,322 @@
+"""The turn executor: walks nodes, fires the machine's triggers, pauses, resumes, completes.
+
+Everything here runs on the engine loop, so turn state needs no locks. A paused turn holds no
+task: the walk ends at the pause and a resume (or a timeout with an exit) starts a new one from
+the next node. That keeps a parked turn down to a few small objects and its timers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from ..states import IllegalTransition, Trigger, TurnState, fire
+from .backends.base import ModelBackend
+from .nodes import RUNNERS
+from .params import NodeParams
+from .projection import Interaction
+from .results import (
+    InferenceFailed,
+    MaxStepsExceeded,
+    PauseInfo,
+    Step,
+    TurnFailure,
+    TurnResult,
+    TurnStatus,
+)
+from .turn import OpenPause, Turn
+
+if TYPE_CHECKING:
+    from .agent import AgentCore
+
+log = structlog.get_logger("turnloom.turn")
+
+_STATUS_OF_STATE = {
+    TurnState.DONE.value: TurnStatus.SUCCESS,
+    TurnState.FAILED.value: TurnStatus.ERROR,
+    TurnState.CANCELLED.value: TurnStatus.CANCELLED,
+    TurnState.PAUSE_TIMED_OUT.value: TurnStatus.PAUSE_TIMED_OUT,
+}
+
+
+class _NodeContext:
+    """The turn as one node execution sees it (implements `nodes.NodeContext`)."""
+
+    __slots__ = ("agent", "node_name", "turn")
+
+    def __init__(self, agent: AgentCore, turn: Turn, node_name: str) -> None:
+        self.agent = agent
+        self.turn = turn
+        self.node_name = node_name
+
+    @property
+    def dialog(self) -> Sequence[Interaction]:
+        return self.agent.dialog
+
+    @property
+    def interaction(self) -> Interaction:
+        return self.turn.interaction
+
+    @property
+    def rng(self) -> random.Random:
+        return self.agent.rng
+
+    def backend(self, params: NodeParams) -> ModelBackend:
+        return self.agent.engine.models[self.agent.graph.model_for(params)]
+
+    def begin_reply(self) -> None:
+        if self.turn.reply_parts:
+            self.emit_text("\n")
+
+    def emit_text(self, text: str) -> None:
+        if text and self.turn.state == TurnState.RUNNING.value:
+            self.turn.reply_parts.append(text)
+            self.agent.notify("on_answer_text", text, True, False)
+
+    def add_reply(self, text: str) -> None:
+        self.turn.interaction.messages.append({"role": "assistant", "content": text})
+
+    def add_tokens(self, count: int) -> None:
+        self.turn.tokens += count
+
+    def node_state(self) -> dict[str, Any]:
+        return self.agent.node_state.setdefault(self.node_name, {})
+
+
+def start(agent: AgentCore, turn: Turn) -> None:
+    """Start `turn` at the graph's start node."""
+    fire(turn, Trigger.START)
+    log.debug(
+        "turn.started", agent_id=agent.agent_id, turn_id=turn.turn_id, node=agent.graph.start_node
+    )
+    turn.task = agent.engine.loop.create_task(_walk(agent, turn, agent.graph.start_node))
+
+
+async def _continue(agent: AgentCore, turn: Turn, node: str) -> None:
+    if turn.state != TurnState.RESUMING.value:
+        return  # cancelled between the resume and this task starting
+    fire(turn, Trigger.PROCEED)
+    await _walk(agent, turn, node)
+
+
+async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
+    try:
+        while node:
+            if turn.steps >= agent.max_steps:
+                raise MaxStepsExceeded(
+                    f"agent {agent.agent_id}: turn {turn.turn_id} walked {turn.steps} nodes, "
+                    f"max_steps_per_turn is {agent.max_steps} (next node '{node}')"
+                )
+            turn.steps += 1
+            params = agent.params[node]
+            started = time.perf_counter()
+            try:
+                outcome = await RUNNERS[type(params)](_NodeContext(agent, turn, node), params)
+            except (TurnFailure, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                raise InferenceFailed(
+                    f"agent {agent.agent_id}: node '{node}' failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            if turn.state != TurnState.RUNNING.value:
+                return  # ended (cancelled) from a callback while the node ran
+            debug_index = None
+            if turn.debug_nodes is not None:
+                entry: dict[str, Any] = {
+                    "_type": f"{params.node_type}Node",
+                    "name": node,
+                    "exit_route": outcome.exit_route,
+                    "duration_s": time.perf_counter() - started,
+                }
+                if outcome.diagnostics is not None:
+                    entry["diagnostics"] = outcome.diagnostics
+                debug_index = len(turn.debug_nodes)
+                turn.debug_nodes.append(entry)
+            target = params.exit_target(outcome.exit_route)
+            if outcome.pauses:
+                _pause(agent, turn, node, params, outcome.exit_route, target, debug_index)
+                return
+            node = target
+        fire(turn, Trigger.FINISH)
+        complete(agent, turn)
+    except asyncio.CancelledError:
+        if turn.result is None:  # the loop itself is going away: end the turn properly
+            cancel(agent, turn)
+        raise
+    except TurnFailure as failure:
+        if turn.state in (TurnState.RUNNING.value, TurnState.RESUMING.value):
+            fire(turn, Trigger.FAIL)
+            complete(agent, turn, failure)
+    except IllegalTransition:
+        if turn.result is None:
+            raise
+
+
+def _pause(
+    agent: AgentCore,
+    turn: Turn,
+    node: str,
+    params: NodeParams,
+    route: str,
+    target: str,
+    debug_index: int | None,
+) -> None:
+    fire(turn, Trigger.PAUSE)
+    engine = agent.engine
+    now = engine.clock.now()
+    timeout_ms = int(getattr(params, "pause_timeout_ms", 0))
+    timeout_target = params.exit_target("timeout") if timeout_ms else ""
+    turn.pause_seq += 1
+    turn.pause_count += 1
+    info = PauseInfo(node, route, target, timeout_ms)
+    turn.pause = OpenPause(info, timeout_target, now, turn.pause_seq, debug_index)
+    timers = []
+    if timeout_ms:
+        timers.append(
+            engine.clock.call_at(now + timeout_ms / 1000, _on_timeout, agent, turn, turn.pause_seq)
+        )
+    stall_ms = engine.settings.pause_stall_warn_ms
+    if stall_ms and (not timeout_ms or timeout_ms > stall_ms):
+        timers.append(
+            engine.clock.call_at(now + stall_ms / 1000, _on_stall, agent, turn, turn.pause_seq)
+        )
+    turn.timers = tuple(timers)
+    log.debug(
+        "turn.paused",
+        agent_id=agent.agent_id,
+        turn_id=turn.turn_id,
+        node=node,
+        pending_exit=route,
+        timeout_ms=timeout_ms,
+    )
+    agent.notify("on_paused", info)
+    turn.settle_waiters(Step(pause=info))
+
+
+def _end_pause(agent: AgentCore, turn: Turn) -> OpenPause:
+    pause = turn.pause
+    assert pause is not None
+    for timer in turn.timers:
+        timer.cancel()
+    turn.timers = ()
+    turn.paused_duration += agent.engine.clock.now() - pause.started_at
+    turn.pause = None
+    return pause
+
+
+def resume(agent: AgentCore, turn: Turn, resume_node: str) -> None:
+    """Resume a paused turn via its pending exit, or by jumping to `resume_node`."""
+    fire(turn, Trigger.RESUME)
+    pause = _end_pause(agent, turn)
+    target = resume_node or pause.info.pending_target
+    log.debug(
+        "turn.resumed",
+        agent_id=agent.agent_id,
+        turn_id=turn.turn_id,
+        node=pause.info.node_name,
+        resume_node=resume_node,
+        next_node=target,
+    )
+    agent.notify("on_resumed", pause.info.node_name, resume_node)
+    turn.task = agent.engine.loop.create_task(_continue(agent, turn, target))
+
+
+def _on_timeout(agent: AgentCore, turn: Turn, seq: int) -> None:
+    if turn.state != TurnState.PAUSED.value or turn.pause is None or turn.pause.seq != seq:
+        return  # the resume won the race (R-P8)
+    fire(turn, Trigger.TIME_OUT)  # the table picks resuming or pause_timed_out
+    pause = _end_pause(agent, turn)
+    if turn.debug_nodes is not None and pause.debug_index is not None:
+        turn.debug_nodes[pause.debug_index]["exit_route"] = "timeout"
+    log.info(
+        "turn.pause_timed_out",
+        agent_id=agent.agent_id,
+        turn_id=turn.turn_id,
+        node=pause.info.node_name,
+        timeout_exit=pause.timeout_target,
+    )
+    if turn.state == TurnState.RESUMING.value:
+        agent.notify("on_resumed", pause.info.node_name, pause.timeout_target)
+        turn.task = agent.engine.loop.create_task(_continue(agent, turn, pause.timeout_target))
+    else:
+        complete(agent, turn)
+
+
+def _on_stall(agent: AgentCore, turn: Turn, seq: int) -> None:
+    pause = turn.pause
+    if turn.state != TurnState.PAUSED.value or pause is None or pause.seq != seq:
+        return
+    log.warning(
+        "pause.stalled",
+        agent_id=agent.agent_id,
+        turn_id=turn.turn_id,
+        node=pause.info.node_name,
+        paused_ms=round((agent.engine.clock.now() - pause.started_at) * 1000),
+        hint="nothing has resumed this pause; resume it, cancel it, or give the node a "
+        "pause_timeout_ms",
+    )
+
+
+def cancel(agent: AgentCore, turn: Turn) -> None:
+    """End an open turn `cancelled`, stopping a running node."""
+    fire(turn, Trigger.CANCEL)
+    if turn.pause is not None:
+        _end_pause(agent, turn)
+    task = turn.task
+    if task is not None and not task.done():
+        task.cancel()
+    complete(agent, turn)
+
+
+def complete(agent: AgentCore, turn: Turn, failure: BaseException | None = None) -> None:
+    """Report the one completion of a turn that reached a terminal state (R-S3)."""
+    if turn.result is not None:
+        return
+    for timer in turn.timers:
+        timer.cancel()
+    turn.timers = ()
+    status = _STATUS_OF_STATE[turn.state]
+    text = "".join(turn.reply_parts)
+    debug_info = None
+    if turn.debug_nodes is not None:
+        debug_info = {
+            "status": status.value,
+            "nodes": turn.debug_nodes,
+            "paused_duration_s": turn.paused_duration,
+            "pause_count": turn.pause_count,
+            "tokens_generated": turn.tokens,
+        }
+    result = TurnResult(
+        turn_id=turn.turn_id,
+        status=status,
+        text=text,
+        tokens_generated=turn.tokens,
+        error_code=agent.engine.error_code_of(failure) if failure is not None else None,
+        error_message=str(failure) if failure is not None else "",
+        paused_duration_s=turn.paused_duration,
+        pause_count=turn.pause_count,
+        debug_info=debug_info,
+    )
+    turn.result = result
+    turn.task = None
+    if status in (TurnStatus.SUCCESS, TurnStatus.PAUSE_TIMED_OUT):
+        # A cancelled or failed turn leaves no trace in the dialog; a timed-out one keeps its
+        # partial interaction so the conversation stays intact (R-P5).
+        agent.dialog.append(turn.interaction)
+    agent.turn = None
+    agent.last_result = result
+    log.debug(
+        "turn.completed",
+        agent_id=agent.agent_id,
+        turn_id=turn.turn_id,
+        status=status.value,
+        error_code=result.error_code,
+    )
+    agent.notify("on_answer_text", text, False, True)
+    agent.notify("on_turn_complete", result)
+    turn.settle_waiters(Step(result=result))

@@ -1,0 +1,37 @@
+"""The Generate node: render the prompt, project the dialog, generate (and stream) a reply."""
+
+from __future__ import annotations
+
+from ..backends.base import GenerationRequest
+from ..params import GenerateParams
+from ..projection import project_chat, render_prompt
+from .base import NodeContext, NodeOutcome
+
+
+async def run_generate(ctx: NodeContext, params: GenerateParams) -> NodeOutcome:
+    """Generate one reply with the node's model; stream deltas if `stream` is set."""
+    prompt_text = render_prompt(params.template, {"human_message": ctx.interaction.user_message})
+    messages = project_chat(
+        ctx.dialog,
+        ctx.interaction,
+        system_prompt=params.system_prompt,
+        prompt_text=prompt_text,
+        placement=params.placement,
+    )
+    backend = ctx.backend(params)
+    ctx.begin_reply()
+    result = await backend.generate(
+        GenerationRequest(messages, params.sampling), ctx.emit_text if params.stream else None
+    )
+    if not params.stream:
+        ctx.emit_text(result.text)
+    ctx.add_reply(result.text)
+    ctx.add_tokens(result.tokens)
+    return NodeOutcome(
+        "default",
+        diagnostics={
+            "model": backend.name,
+            "prompt_messages": len(messages),
+            "tokens_generated": result.tokens,
+        },
+    )

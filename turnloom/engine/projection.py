@@ -1,0 +1,57 @@
+"""Dialog and projection: what the turns so far look like as a chat for the model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pystache
+
+from .backends.base import ChatMessage
+from .params import Placement
+
+# Prompts are not HTML: substitute text exactly as given.
+_RENDERER = pystache.Renderer(escape=lambda text: text, missing_tags="ignore")
+
+
+@dataclass(slots=True)
+class Interaction:
+    """What one turn adds to the dialog: the user's message, then replies and tool exchanges."""
+
+    user_message: str
+    messages: list[ChatMessage] = field(default_factory=list)
+
+
+def render_prompt(template: str, context: Mapping[str, Any]) -> str:
+    """Render a node's Mustache template (missing tags render empty; nothing is escaped)."""
+    return str(_RENDERER.render(template, context))
+
+
+def _user_block(text: str, prompt_text: str, placement: Placement) -> list[ChatMessage]:
+    user = {"role": "user", "content": text}
+    if placement is Placement.InPlaceOfUser:
+        return [{"role": "user", "content": prompt_text}]
+    role = "system" if placement.value.endswith("system") else "user"
+    extra = {"role": role, "content": prompt_text}
+    return [extra, user] if placement.value.startswith("before") else [user, extra]
+
+
+def project_chat(
+    dialog: Sequence[Interaction],
+    current: Interaction,
+    *,
+    system_prompt: str,
+    prompt_text: str,
+    placement: Placement,
+) -> list[ChatMessage]:
+    """The chat a model-using node sees: system prompt, past interactions, the current one."""
+    chat: list[ChatMessage] = []
+    if system_prompt:
+        chat.append({"role": "system", "content": system_prompt})
+    for past in dialog:
+        chat.append({"role": "user", "content": past.user_message})
+        chat.extend(past.messages)
+    chat.extend(_user_block(current.user_message, prompt_text, placement))
+    chat.extend(current.messages)
+    return chat

@@ -1,0 +1,118 @@
+"""What a turn reports to the host: pauses, steps, completions, and why a turn failed."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TurnStatus(enum.StrEnum):
+    """How a turn ended (R-D2)."""
+
+    SUCCESS = "success"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    PAUSE_TIMED_OUT = "pause_timed_out"
+
+
+class TurnFailure(Exception):
+    """A turn-local failure: the turn ends with status `error`, the agent stays usable."""
+
+
+class InferenceFailed(TurnFailure):
+    """The backend raised while generating."""
+
+
+class InferenceTimeout(TurnFailure):
+    """A generation outlived its node's time budget."""
+
+
+class MaxStepsExceeded(TurnFailure):
+    """The turn walked more nodes than `max_steps_per_turn` allows (R-G5)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PauseInfo:
+    """Where a turn is paused: the node that paused and the exit it would take (R-P2)."""
+
+    node_name: str
+    #: The exit route a plain resume takes, e.g. "default" or "tool_called".
+    pending_exit: str
+    #: The node that route leads to ("" = END).
+    pending_target: str
+    #: The pause's deadline budget in ms (0 = waits forever).
+    timeout_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The one completion of a turn (R-S3, R-D2)."""
+
+    turn_id: int
+    status: TurnStatus
+    text: str
+    tokens_generated: int
+    #: The error code for status `error` (4001, 4002, 4003), else None.
+    error_code: int | None = None
+    error_message: str = ""
+    paused_duration_s: float = 0.0
+    pause_count: int = 0
+    #: Only when the agent was created with `enable_diagnostics=True`.
+    debug_info: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Where a turn stands after a call returns: paused (`pause`) or finished (`result`)."""
+
+    pause: PauseInfo | None = None
+    result: TurnResult | None = field(default=None)
+
+    @property
+    def paused(self) -> bool:
+        """True while the turn waits for a resume."""
+        return self.pause is not None
+
+
+class AgentListener:
+    """Receives an agent's events on the engine loop. The host API and the server implement it.
+
+    Methods must not block; exceptions they raise are logged and otherwise ignored.
+    """
+
+    def on_paused(self, agent_id: int, info: PauseInfo) -> None:
+        """The turn paused (R-P2)."""
+
+    def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
+        """A paused turn was resumed, plainly ('' resume_node), by jump, or by timeout."""
+
+    def on_answer_text(self, agent_id: int, text: str, is_delta: bool, is_final: bool) -> None:
+        """A chunk of reply text (R-D1)."""
+
+    def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
+        """The turn reached a terminal state (exactly once per turn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The host's result for one tool call, echoing the call's id."""
+
+    call_id: str
+    result: str
+
+
+def normalize_tool_results(items: Iterable[Any]) -> list[ToolResult]:
+    """Accept `ToolResult`s, `(call_id, result)` pairs or `{call_id, result}` maps."""
+    batch: list[ToolResult] = []
+    for item in items or ():
+        if isinstance(item, ToolResult):
+            batch.append(item)
+        elif isinstance(item, Mapping):
+            batch.append(ToolResult(str(item.get("call_id", "")), str(item.get("result", ""))))
+        elif isinstance(item, tuple | list) and len(item) == 2:
+            batch.append(ToolResult(str(item[0]), str(item[1])))
+        else:
+            batch.append(ToolResult(repr(item), ""))
+    return batch

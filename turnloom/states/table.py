@@ -1,0 +1,81 @@
+"""The turn state machine as data: states and the one table of legal transitions (SPEC §3).
+
+Everything that knows about turn states reads this module: the runtime machine, the diagrams,
+the exhaustive state x trigger tests. Nothing here knows about nodes, models or sockets.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import NamedTuple
+
+
+class TurnState(StrEnum):
+    """The states a turn can be in."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    PAUSED = "paused"
+    RESUMING = "resuming"
+    DONE = "done"
+    PAUSE_TIMED_OUT = "pause_timed_out"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class Trigger(StrEnum):
+    """The events node execution fires on a turn (R-S1)."""
+
+    START = "start"
+    PAUSE = "pause"
+    RESUME = "resume"
+    PROCEED = "proceed"
+    TIME_OUT = "time_out"
+    FINISH = "finish"
+    FAIL = "fail"
+    CANCEL = "cancel"
+
+
+class Transition(NamedTuple):
+    """One row of the table: `trigger` moves a turn from any of `sources` to `dest`.
+
+    `condition` names a boolean attribute of the turn; a leading ``!`` negates it. Rows that
+    share a trigger and sources must have complementary conditions, so exactly one applies.
+    """
+
+    trigger: Trigger
+    sources: tuple[TurnState, ...]
+    dest: TurnState
+    condition: str | None = None
+
+
+S = TurnState
+T = Trigger
+
+#: The single source of truth for legal turn transitions (SPEC §3).
+TRANSITIONS: tuple[Transition, ...] = (
+    Transition(T.START, (S.IDLE,), S.RUNNING),
+    Transition(T.PAUSE, (S.RUNNING,), S.PAUSED),
+    Transition(T.RESUME, (S.PAUSED,), S.RESUMING),
+    Transition(T.PROCEED, (S.RESUMING,), S.RUNNING),
+    Transition(T.TIME_OUT, (S.PAUSED,), S.RESUMING, "has_timeout_exit"),
+    Transition(T.TIME_OUT, (S.PAUSED,), S.PAUSE_TIMED_OUT, "!has_timeout_exit"),
+    Transition(T.FINISH, (S.RUNNING,), S.DONE),
+    Transition(T.FAIL, (S.RUNNING, S.RESUMING), S.FAILED),
+    Transition(T.CANCEL, (S.RUNNING, S.PAUSED, S.RESUMING), S.CANCELLED),
+)
+
+#: States a turn never leaves.
+TERMINAL_STATES: frozenset[TurnState] = frozenset(
+    {S.DONE, S.PAUSE_TIMED_OUT, S.CANCELLED, S.FAILED}
+)
+
+#: States in which a turn is open: the agent is busy.
+OPEN_STATES: frozenset[TurnState] = frozenset({S.RUNNING, S.PAUSED, S.RESUMING})
+
+INITIAL_STATE = S.IDLE
+
+
+def legal_sources(trigger: Trigger) -> frozenset[TurnState]:
+    """The states in which `trigger` is legal."""
+    return frozenset(s for row in TRANSITIONS if row.trigger is trigger for s in row.sources)

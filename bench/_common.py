@@ -6,6 +6,7 @@ import logging
 import os
 import resource
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,9 +15,36 @@ import structlog
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+#: Warning-or-worse events the engine logged during a run, by event name (see `quiet_logging`).
+LOGGED: Counter[str] = Counter()
+
+
+def _count(logger: object, method: str, event: dict) -> dict:
+    LOGGED[f"{method}:{event.get('event')}"] += 1
+    return event
+
+
 def quiet_logging() -> None:
-    """Drop structlog debug/info: turnloom logs every turn at debug level."""
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    """Drop structlog debug/info (turnloom logs every turn at debug level); count the rest.
+
+    A benchmark whose engine logged warnings or errors did not measure the normal path, so the
+    scripts print `LOGGED` at the end.
+    """
+    processors = structlog.get_config()["processors"]
+    if _count not in processors:
+        processors = [_count, *processors]
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        processors=processors,
+    )
+
+
+def logged_summary() -> str:
+    """One line on the warnings/errors the engine logged (there should be none)."""
+    if not LOGGED:
+        return "engine log: no warnings or errors (good: the normal path was measured)"
+    return ("engine log: WARNINGS/ERRORS were logged, figures are suspect: "
+            + ", ".join(f"{k} x{v}" for k, v in LOGGED.most_common()))
 
 
 def pause_then_canned(pause_timeout_ms: int = 0):  # -> turnloom.GraphDescription

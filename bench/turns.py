@@ -38,7 +38,13 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as `python bench/turns.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import pause_then_canned, pause_then_generate, print_table, quiet_logging
+from bench._common import (
+    logged_summary,
+    pause_then_canned,
+    pause_then_generate,
+    print_table,
+    quiet_logging,
+)
 
 AGENTS = 100
 
@@ -327,6 +333,7 @@ def main(argv: list[str] | None = None) -> None:
           f"(= {machine.us:.1f} per-turn Machine - {shared.us:.1f} shared Machine)")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\ntotal wall time {time.perf_counter() - started:.1f} s, load average {load:.2f} at end")
+    print(logged_summary())
     if args.profile:
         _profile(n(10_000))
 

@@ -17,8 +17,14 @@ from .engine.params import (
     Placement,
     SamplingParams,
     Selection,
+    ToolCallDisposition,
+    ToolCallMode,
+    ToolCallParams,
+    ToolDefinition,
+    ToolParamDefinition,
 )
-from .engine.results import PauseInfo, Step, ToolResult, TurnResult, TurnStatus
+from .engine.results import PauseInfo, Step, ToolCallEvent, ToolResult, TurnResult, TurnStatus
+from .engine.tool_parsing import ToolCallFamily
 from .host import Agent, AsyncAgent, AsyncEngine, BlockingCallInCallback, Engine
 from .protocol.errors import ErrorCode, TurnloomError
 from .states import TurnState
@@ -47,6 +53,13 @@ __all__ = [
     "SamplingParams",
     "Selection",
     "Step",
+    "ToolCallDisposition",
+    "ToolCallEvent",
+    "ToolCallFamily",
+    "ToolCallMode",
+    "ToolCallParams",
+    "ToolDefinition",
+    "ToolParamDefinition",
     "ToolResult",
     "TurnResult",
     "TurnState",

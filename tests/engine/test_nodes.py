@@ -36,7 +36,9 @@ def test_generate_template_and_placement(
 
 
 def test_template_text_is_not_html_escaped(engine: tl.Engine, mock_model: tl.MockModel) -> None:
-    agent = engine.create_agent(graph_of(("gen", tl.GenerateParams(template="Q: {{human_message}}"))))
+    agent = engine.create_agent(
+        graph_of(("gen", tl.GenerateParams(template="Q: {{human_message}}")))
+    )
     agent.send_message('<b>"Tom & Jerry"</b>')
     assert mock_model.requests[-1].messages[-1]["content"] == 'Q: <b>"Tom & Jerry"</b>'
 
@@ -61,8 +63,12 @@ def test_streaming_deltas_then_exactly_one_final_chunk(
     rec = Recorder(agent)
     result = agent.send_message("hi").result
     texts = [e[1:] for e in rec.events if e[0] == "text"]
-    assert texts == [("a", True, False), (" b", True, False), (" c", True, False),
-                     ("a b c", False, True)]
+    assert texts == [
+        ("a", True, False),
+        (" b", True, False),
+        (" c", True, False),
+        ("a b c", False, True),
+    ]
     assert result is not None and result.text == "a b c" and result.tokens_generated == 3
 
 
@@ -115,7 +121,9 @@ def test_canned_selection(engine: tl.Engine, selection: tl.Selection, expected: 
 
 
 def test_canned_random_uses_every_line_and_repeats_per_agent_id() -> None:
-    g = graph_of(("say", tl.CannedResponseParams(lines=list("abcd"), selection=tl.Selection.Random)))
+    g = graph_of(
+        ("say", tl.CannedResponseParams(lines=list("abcd"), selection=tl.Selection.Random))
+    )
     runs = []
     for _ in range(2):  # two engines: each one's first agent has id 1
         with tl.Engine(tl.MockModel("mock")) as engine:

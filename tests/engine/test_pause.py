@@ -109,7 +109,9 @@ def test_zero_timeout_waits_forever_until_cancelled(
 
 
 def test_timeout_with_exit_continues_from_it(engine: tl.Engine, clock: tl.VirtualClock) -> None:
-    agent = engine.create_agent(gate_graph(pause_timeout_ms=2000, timeout_exit="late"), enable_diagnostics=True)
+    agent = engine.create_agent(
+        gate_graph(pause_timeout_ms=2000, timeout_exit="late"), enable_diagnostics=True
+    )
     rec = Recorder(agent)
     agent.send_message("hi")
     clock.advance(1.999)

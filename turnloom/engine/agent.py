@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from . import executor
+from .exchanges import check_batch
 from .graph import CompiledGraph
 from .params import NodeParams, check_mutation, params_from_mapping
 from .projection import Interaction
@@ -22,7 +23,6 @@ from .rejections import (
     AgentDestroyed,
     AgentNotPaused,
     InvalidParamValue,
-    InvalidToolResults,
     UnknownNode,
 )
 from .results import AgentListener, Step, TurnResult, normalize_tool_results
@@ -39,6 +39,7 @@ class AgentCore:
 
     __slots__ = (
         "agent_id",
+        "call_seq",
         "destroyed",
         "dialog",
         "enable_diagnostics",
@@ -77,6 +78,7 @@ class AgentCore:
         self.destroyed = False
         self.node_state: dict[str, dict[str, Any]] = {}
         self.rng = random.Random(agent_id)
+        self.call_seq = 0
 
     # --- events out --------------------------------------------------------------------------
 
@@ -149,15 +151,15 @@ class AgentCore:
             raise AgentNotPaused(f"agent {self.agent_id}: resume refused, {self._describe_turn()}")
         if resume_node:
             self._node(resume_node, "resume")  # UnknownNode leaves the turn paused
-        batch = normalize_tool_results(tool_results)
-        if batch:
-            raise InvalidToolResults(
-                f"agent {self.agent_id}: node '{turn.pause.info.node_name}' paused awaiting no "
-                "tool results; the turn stays paused",
-                expected=[],
-                received=[r.call_id for r in batch],
-            )
-        executor.resume(self, turn, resume_node)
+        settings = self.engine.settings
+        results = check_batch(
+            self.agent_id,
+            turn.pause.info,
+            normalize_tool_results(tool_results),
+            max_result_bytes=settings.max_tool_result_bytes,
+            max_batch_bytes=settings.max_tool_batch_bytes,
+        )
+        executor.resume(self, turn, resume_node, results)
         return turn
 
     def cancel(self) -> bool:

@@ -13,7 +13,7 @@ from .agent import AgentCore
 from .backends.base import ModelBackend
 from .clock import Clock, LoopClock
 from .graph import GraphDescription, compile_graph
-from .params import NodeParams
+from .params import NodeParams, ToolCallParams
 from .rejections import InvalidParamValue, UnknownAgent
 from .results import AgentListener
 
@@ -65,6 +65,10 @@ class EngineCore:
         backend = self.models.get(model)
         if backend is None:
             return f"model '{model}' is not loaded (loaded: {sorted(self.models)})"
+        if isinstance(params, ToolCallParams):
+            reason = backend.tool_support_error()
+            if reason:
+                return f"ToolCall node needs a model whose chat template renders tools: {reason}"
         return None
 
     def create_agent(

@@ -17,7 +17,8 @@ import structlog
 
 from ..states import IllegalTransition, Trigger, TurnState, fire
 from .backends.base import ModelBackend
-from .nodes import RUNNERS
+from .exchanges import result_message, timeout_result
+from .nodes import RUNNERS, NodeOutcome
 from .params import NodeParams
 from .projection import Interaction
 from .results import (
@@ -25,6 +26,7 @@ from .results import (
     MaxStepsExceeded,
     PauseInfo,
     Step,
+    ToolCallEvent,
     TurnFailure,
     TurnResult,
     TurnStatus,
@@ -84,6 +86,14 @@ class _NodeContext:
     def add_tokens(self, count: int) -> None:
         self.turn.tokens += count
 
+    def next_call_id(self) -> str:
+        self.agent.call_seq += 1
+        return f"c{self.agent.call_seq - 1:08x}"
+
+    def emit_tool_call(self, event: ToolCallEvent) -> None:
+        if self.turn.state == TurnState.RUNNING.value:
+            self.agent.notify("on_tool_call", event)
+
     def node_state(self) -> dict[str, Any]:
         return self.agent.node_state.setdefault(self.node_name, {})
 
@@ -139,7 +149,7 @@ async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
                 turn.debug_nodes.append(entry)
             target = params.exit_target(outcome.exit_route)
             if outcome.pauses:
-                _pause(agent, turn, node, params, outcome.exit_route, target, debug_index)
+                _pause(agent, turn, node, params, outcome, target, debug_index)
                 return
             node = target
         fire(turn, Trigger.FINISH)
@@ -162,18 +172,19 @@ def _pause(
     turn: Turn,
     node: str,
     params: NodeParams,
-    route: str,
+    outcome: NodeOutcome,
     target: str,
     debug_index: int | None,
 ) -> None:
     fire(turn, Trigger.PAUSE)
+    route = outcome.exit_route
     engine = agent.engine
     now = engine.clock.now()
     timeout_ms = int(getattr(params, "pause_timeout_ms", 0))
     timeout_target = params.exit_target("timeout") if timeout_ms else ""
     turn.pause_seq += 1
     turn.pause_count += 1
-    info = PauseInfo(node, route, target, timeout_ms)
+    info = PauseInfo(node, route, target, timeout_ms, outcome.pending_calls, outcome.awaits_results)
     turn.pause = OpenPause(info, timeout_target, now, turn.pause_seq, debug_index)
     timers = []
     if timeout_ms:
@@ -194,8 +205,10 @@ def _pause(
         pending_exit=route,
         timeout_ms=timeout_ms,
     )
-    agent.notify("on_paused", info)
-    turn.settle_waiters(Step(pause=info))
+    agent.notify("on_paused", info, bool(turn.waiters))
+    if turn.pause is not None and turn.pause.seq == turn.pause_seq:
+        # Still parked (not resumed at once by registered tools): the waiters get the pause.
+        turn.settle_waiters(Step(pause=info))
 
 
 def _end_pause(agent: AgentCore, turn: Turn) -> OpenPause:
@@ -209,10 +222,19 @@ def _end_pause(agent: AgentCore, turn: Turn) -> OpenPause:
     return pause
 
 
-def resume(agent: AgentCore, turn: Turn, resume_node: str) -> None:
-    """Resume a paused turn via its pending exit, or by jumping to `resume_node`."""
+def resume(
+    agent: AgentCore, turn: Turn, resume_node: str, results: dict[str, str] | None = None
+) -> None:
+    """Resume a paused turn via its pending exit, or by jumping to `resume_node`.
+
+    `results` (checked by the caller) answer the pause's pending calls, in call order.
+    """
     fire(turn, Trigger.RESUME)
     pause = _end_pause(agent, turn)
+    if results:
+        turn.interaction.messages.extend(
+            result_message(call, results[call.call_id]) for call in pause.info.pending_calls
+        )
     target = resume_node or pause.info.pending_target
     log.debug(
         "turn.resumed",
@@ -233,6 +255,12 @@ def _on_timeout(agent: AgentCore, turn: Turn, seq: int) -> None:
     pause = _end_pause(agent, turn)
     if turn.debug_nodes is not None and pause.debug_index is not None:
         turn.debug_nodes[pause.debug_index]["exit_route"] = "timeout"
+    if pause.info.awaits_results:
+        # The model saw these calls; close them so the kept interaction stays well-formed.
+        content = timeout_result(pause.info.timeout_ms)
+        turn.interaction.messages.extend(
+            result_message(call, content) for call in pause.info.pending_calls
+        )
     log.info(
         "turn.pause_timed_out",
         agent_id=agent.agent_id,

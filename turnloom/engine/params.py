@@ -157,6 +157,137 @@ class CannedResponseParams(NodeParams):
     default_exit: str = exit_param("taken after the line")
 
 
+class ToolCallDisposition(enum.StrEnum):
+    """What happens once a ToolCall node detects a call (R-T3)."""
+
+    RouteOnly = "route_only"
+    Acknowledge = "acknowledge"
+    Notify = "notify"
+    NotifyAndAcknowledge = "notify_and_acknowledge"
+    Pause = "pause"
+    PauseAndAcknowledge = "pause_and_acknowledge"
+    AwaitResult = "await_result"
+
+    @property
+    def notifies(self) -> bool:
+        """Whether the host gets a tool-call event."""
+        return self not in (ToolCallDisposition.RouteOnly, ToolCallDisposition.Acknowledge)
+
+    @property
+    def pauses(self) -> bool:
+        """Whether the turn pauses after a detected call."""
+        return self in (
+            ToolCallDisposition.Pause,
+            ToolCallDisposition.PauseAndAcknowledge,
+            ToolCallDisposition.AwaitResult,
+        )
+
+    @property
+    def acknowledges(self) -> bool:
+        """Whether the engine closes the exchange with the acknowledge text."""
+        return self in (
+            ToolCallDisposition.Acknowledge,
+            ToolCallDisposition.NotifyAndAcknowledge,
+            ToolCallDisposition.PauseAndAcknowledge,
+        )
+
+
+class ToolCallMode(enum.StrEnum):
+    """Whether a ToolCall node also answers when no tool is called (R-T2)."""
+
+    DetectOnly = "detect_only"
+    CallOrAnswer = "call_or_answer"
+
+
+#: The parameter types a tool may declare (JSON Schema names).
+TOOL_PARAM_TYPES = ("string", "boolean", "integer", "number", "array", "object")
+
+
+def _tool_param_type_error(value: str) -> str | None:
+    return None if value in TOOL_PARAM_TYPES else f"must be one of {TOOL_PARAM_TYPES}"
+
+
+def _identifier_error(value: str) -> str | None:
+    return None if value.strip() else "must not be empty"
+
+
+@dataclass(slots=True)
+class ToolParamDefinition:
+    """One parameter of a tool."""
+
+    name: str = param("", check=_identifier_error)
+    type: str = param("string", check=_tool_param_type_error)
+    description: str = param("")
+
+
+@dataclass(slots=True)
+class ToolDefinition:
+    """A tool the model may call: a name, what it does, and its parameters."""
+
+    name: str = param("", check=_identifier_error)
+    description: str = param("")
+    parameters: list[ToolParamDefinition] = param(default_factory=list)
+
+    def json_schema(self) -> dict[str, Any]:
+        """The tool in the OpenAI function shape chat templates render."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        p.name: {"type": p.type, "description": p.description}
+                        for p in self.parameters
+                    },
+                    "required": [p.name for p in self.parameters],
+                },
+            },
+        }
+
+
+def _tools_error(tools: list[ToolDefinition]) -> str | None:
+    names = [t.name for t in tools]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        return f"declares tool name(s) {dupes} more than once"
+    for tool in tools:
+        pnames = [p.name for p in tool.parameters]
+        if len(set(pnames)) != len(pnames):
+            return f"tool '{tool.name}' declares a parameter name more than once"
+    return None
+
+
+@dataclass(slots=True)
+class ToolCallParams(NodeParams):
+    """Offer tools to the model and detect the calls it makes (SPEC §6)."""
+
+    node_type: ClassVar[str] = "ToolCall"
+    exit_routes: ClassVar[tuple[str, ...]] = ("tool_called", "no_tool_called", "timeout")
+    uses_model: ClassVar[bool] = True
+
+    tools: list[ToolDefinition] = param(
+        default_factory=list, structural=True, min_len=1, check=_tools_error
+    )
+    disposition: ToolCallDisposition = param(ToolCallDisposition.Acknowledge, structural=True)
+    mode: ToolCallMode = param(ToolCallMode.CallOrAnswer)
+    system_prompt: str = param("")
+    acknowledge_text: str = param("", doc="'' = 'ok'")
+    model_name: str = param("", structural=True, doc="'' = the graph's default model")
+    sampling: SamplingParams = param(default_factory=SamplingParams)
+    pause_timeout_ms: int = param(
+        0, structural=True, min=0, doc="for pausing dispositions; 0 = wait forever"
+    )
+    tool_called_exit: str = exit_param("taken when a declared tool was called")
+    no_tool_called_exit: str = exit_param("taken when no declared tool was called")
+    timeout_exit: str = exit_param("taken when the pause times out; '' = end pause_timed_out")
+
+    def pausing_routes(self) -> tuple[str, ...]:
+        """A pausing disposition pauses after `tool_called`, never after `no_tool_called`."""
+        return ("tool_called",) if self.disposition.pauses else ()
+
+
 # --- the validator -----------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,21 @@ class MaxStepsExceeded(TurnFailure):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """A detected call of a declared tool, as the host sees it (R-T4)."""
+
+    call_id: str
+    tool_name: str
+    #: The arguments as a JSON object whose values are all strings (as in the seeds).
+    arguments_json: str
+    node_name: str
+    #: The node's disposition (a `ToolCallDisposition` value).
+    disposition: str
+    #: The arguments coerced to the tool's declared parameter types.
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class PauseInfo:
     """Where a turn is paused: the node that paused and the exit it would take (R-P2)."""
 
@@ -44,6 +60,10 @@ class PauseInfo:
     pending_target: str
     #: The pause's deadline budget in ms (0 = waits forever).
     timeout_ms: int = 0
+    #: The calls detected by the ToolCall node that paused (empty for a Pause node).
+    pending_calls: tuple[ToolCallEvent, ...] = ()
+    #: True when the resume must carry one result per pending call (AwaitResult).
+    awaits_results: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +102,17 @@ class AgentListener:
     Methods must not block; exceptions they raise are logged and otherwise ignored.
     """
 
-    def on_paused(self, agent_id: int, info: PauseInfo) -> None:
-        """The turn paused (R-P2)."""
+    def on_paused(self, agent_id: int, info: PauseInfo, awaited: bool) -> None:
+        """The turn paused (R-P2); `awaited` when a caller is waiting for this step."""
 
     def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
         """A paused turn was resumed, plainly ('' resume_node), by jump, or by timeout."""
 
     def on_answer_text(self, agent_id: int, text: str, is_delta: bool, is_final: bool) -> None:
         """A chunk of reply text (R-D1)."""
+
+    def on_tool_call(self, agent_id: int, event: ToolCallEvent) -> None:
+        """A ToolCall node with a notifying disposition detected a call (R-T3)."""
 
     def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
         """The turn reached a terminal state (exactly once per turn)."""
@@ -103,16 +126,23 @@ class ToolResult:
     result: str
 
 
-def normalize_tool_results(items: Iterable[Any]) -> list[ToolResult]:
+def _result_text(value: Any) -> str:
+    # Results reach the model as text; structured values are sent as JSON, not Python reprs.
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def normalize_tool_results(items: Iterable[Any] | None) -> list[ToolResult]:
     """Accept `ToolResult`s, `(call_id, result)` pairs or `{call_id, result}` maps."""
     batch: list[ToolResult] = []
     for item in items or ():
         if isinstance(item, ToolResult):
-            batch.append(item)
+            batch.append(ToolResult(str(item.call_id), _result_text(item.result)))
         elif isinstance(item, Mapping):
-            batch.append(ToolResult(str(item.get("call_id", "")), str(item.get("result", ""))))
+            batch.append(
+                ToolResult(str(item.get("call_id", "")), _result_text(item.get("result", "")))
+            )
         elif isinstance(item, tuple | list) and len(item) == 2:
-            batch.append(ToolResult(str(item[0]), str(item[1])))
+            batch.append(ToolResult(str(item[0]), _result_text(item[1])))
         else:
             batch.append(ToolResult(repr(item), ""))
     return batch

@@ -6,8 +6,6 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import structlog
-
 from ..engine.agent import AgentCore
 from ..engine.backends.base import ModelBackend
 from ..engine.backends.mock import MockModel
@@ -15,64 +13,27 @@ from ..engine.clock import Clock
 from ..engine.core import EngineCore, EngineSettings
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
-from ..engine.results import AgentListener, PauseInfo, Step, TurnResult
-from ..protocol.errors import code_for, to_error
+from ..engine.results import Step, TurnResult
+from ..protocol.errors import code_for
 from ..states import Rejection
-
-log = structlog.get_logger("turnloom.host")
+from .dispatch import (
+    AnswerTextCallback,
+    CallbackDispatch,
+    PausedCallback,
+    ResumedCallback,
+    ToolCallEventCallback,
+    ToolCallWithIdCallback,
+    ToolHandler,
+    TurnCompleteCallback,
+    rejected,
+)
 
 T = TypeVar("T")
-
-PausedCallback = Callable[[str, str], None]
-AnswerTextCallback = Callable[[str, bool, bool], None]
-TurnCompleteCallback = Callable[[TurnResult], None]
-ResumedCallback = Callable[[str, str], None]
 
 
 def default_models() -> list[ModelBackend]:
     """The models an engine loads when given none."""
     return [MockModel("mock")]
-
-
-class CallbackDispatch(AgentListener):
-    """Routes an agent's events to the host's callbacks (R-H2); all run on the engine loop."""
-
-    __slots__ = ("answer_text", "paused", "resumed", "turn_complete")
-
-    def __init__(self) -> None:
-        self.paused: PausedCallback | None = None
-        self.resumed: ResumedCallback | None = None
-        self.answer_text: AnswerTextCallback | None = None
-        self.turn_complete: TurnCompleteCallback | None = None
-
-    def on_paused(self, agent_id: int, info: PauseInfo) -> None:
-        if self.paused is not None:
-            self.paused(info.node_name, info.pending_exit)
-
-    def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
-        if self.resumed is not None:
-            self.resumed(node_name, resume_node)
-
-    def on_answer_text(self, agent_id: int, text: str, is_delta: bool, is_final: bool) -> None:
-        if self.answer_text is not None:
-            self.answer_text(text, is_delta, is_final)
-
-    def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
-        if self.turn_complete is not None:
-            self.turn_complete(result)
-
-
-def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> Exception:
-    """Log a rejection with its code (R-L1) and turn it into the host-facing error."""
-    error = to_error(rejection)
-    log.info(
-        "rejected",
-        operation=operation,
-        agent_id=agent_id,
-        code=int(error.code),
-        message=rejection.message,
-    )
-    return error
 
 
 class AsyncAgent:
@@ -159,6 +120,36 @@ class AsyncAgent:
         """`callback(result)` once per turn, when it ends."""
         self._dispatch.turn_complete = callback
 
+    def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
+        """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
+        self._dispatch.tool_call_with_id = callback
+
+    def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
+        """`callback(ToolCallEvent)` for each notified tool call."""
+        self._dispatch.tool_call_event = callback
+
+    def register_tool(self, name: str, handler: ToolHandler | None) -> None:
+        """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume (R-T8).
+
+        For AwaitResult the handlers' return values become the results; for Pause and
+        PauseAndAcknowledge they run for their side effects. `None` unregisters. Handlers run
+        on the engine loop (a coroutine function's result is awaited there).
+        """
+        if handler is None:
+            self._dispatch.tools.pop(name, None)
+        else:
+            self._dispatch.tools[name] = handler
+
+    def has_paused_tool_batch(self) -> bool:
+        """Whether an automatic resume with registered tools' results was refused and kept."""
+        return self._dispatch.kept_batch is not None
+
+    async def retry_paused_tool_batch(self) -> Step:
+        """Resume again with the kept batch; return at the next step."""
+        self._dispatch.retry()
+        assert self._core.turn is not None
+        return await self._core.turn.add_waiter(self._core.engine.loop)
+
 
 class AsyncEngine:
     """An embedded engine on the running asyncio loop: `async with AsyncEngine() as engine:`."""
@@ -208,7 +199,7 @@ class AsyncEngine:
         self._bind()
         dispatch = CallbackDispatch()
         try:
-            core = self.core.create_agent(
+            dispatch.core = core = self.core.create_agent(
                 graph,
                 dispatch,
                 enable_diagnostics=enable_diagnostics,

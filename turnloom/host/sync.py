@@ -20,12 +20,14 @@ from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, TurnResult
 from ..protocol.errors import ErrorCode, TurnloomError
-from .aio import (
+from .aio import AsyncAgent, AsyncEngine
+from .dispatch import (
     AnswerTextCallback,
-    AsyncAgent,
-    AsyncEngine,
     PausedCallback,
     ResumedCallback,
+    ToolCallEventCallback,
+    ToolCallWithIdCallback,
+    ToolHandler,
     TurnCompleteCallback,
 )
 
@@ -186,6 +188,32 @@ class Agent:
     def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
         """`callback(result)` once per turn, when it ends."""
         self._agent.set_on_turn_complete(callback)
+
+    def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
+        """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
+        self._agent.set_on_tool_call_with_id(callback)
+
+    def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
+        """`callback(ToolCallEvent)` for each notified tool call."""
+        self._agent.set_on_tool_call_event(callback)
+
+    def register_tool(self, name: str, handler: ToolHandler | None) -> None:
+        """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume (R-T8)."""
+        self._agent.register_tool(name, handler)
+
+    def has_paused_tool_batch(self) -> bool:
+        """Whether an automatic resume with registered tools' results was refused and kept."""
+        return self._agent.has_paused_tool_batch()
+
+    def retry_paused_tool_batch(self, *, timeout: float | None = None) -> Step:
+        """Resume again with the kept batch; return at the next step."""
+        return self._runner.block(
+            self._agent.retry_paused_tool_batch(), "retry_paused_tool_batch", timeout
+        )
+
+    def retry_paused_tool_batch_async(self) -> concurrent.futures.Future[Step]:
+        """`retry_paused_tool_batch` without blocking."""
+        return self._runner.submit(self._agent.retry_paused_tool_batch())
 
 
 class Engine:

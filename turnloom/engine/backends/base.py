@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..params import SamplingParams
+from ..tool_parsing import ToolCallFamily
 
 #: A chat message in the shape chat templates take: role, content, and for tools
 #: `tool_calls` / `tool_call_id`.
@@ -45,6 +46,10 @@ class ModelBackend(ABC):
         self, request: GenerationRequest, on_delta: Callable[[str], None] | None = None
     ) -> GenerationResult:
         """Generate a reply for `request`, calling `on_delta` with each piece of text."""
+
+    def tool_call_family(self) -> ToolCallFamily:
+        """The call markup this model emits, which picks the parser for its output."""
+        return ToolCallFamily.GENERIC
 
     def tool_support_error(self) -> str | None:
         """Why this model cannot render tools, or None if it can (R-T1)."""

@@ -12,6 +12,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from ..tool_parsing import ToolCallFamily
 from .base import GenerationRequest, GenerationResult, ModelBackend
 
 #: One scripted step: a reply text, an exception to raise, or a function of the request.
@@ -43,11 +44,13 @@ class MockModel(ModelBackend):
         *,
         fallback: Callable[[GenerationRequest], str] = echo_reply,
         renders_tools: bool = True,
+        family: ToolCallFamily = ToolCallFamily.GENERIC,
     ) -> None:
         self.name = name
         self.script: deque[ScriptItem] = deque(script)
         self.fallback = fallback
         self.renders_tools = renders_tools
+        self.family = family
         self.requests: list[GenerationRequest] = []
         self.cancelled_generations = 0
 
@@ -76,6 +79,10 @@ class MockModel(ModelBackend):
             self.cancelled_generations += 1
             raise
         return GenerationResult("".join(produced), len(produced))
+
+    def tool_call_family(self) -> ToolCallFamily:
+        """The family the script's tool calls are written in."""
+        return self.family
 
     def tool_support_error(self) -> str | None:
         """The mock renders tools unless told otherwise."""

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from ..backends.base import ModelBackend
 from ..params import NodeParams
 from ..projection import Interaction
+from ..results import ToolCallEvent
 
 
 @dataclass(slots=True)
@@ -20,6 +21,10 @@ class NodeOutcome:
     pauses: bool = False
     #: None for nodes that record nothing (a Pause node's debug entry has no diagnostics key).
     diagnostics: dict[str, Any] | None = None
+    #: Calls detected by a ToolCall node, reported with the pause.
+    pending_calls: tuple[ToolCallEvent, ...] = ()
+    #: Whether the resume must carry the host's results for `pending_calls`.
+    awaits_results: bool = False
 
 
 class NodeContext(Protocol):
@@ -60,6 +65,14 @@ class NodeContext(Protocol):
 
     def add_tokens(self, count: int) -> None:
         """Count generated tokens for the turn."""
+        ...
+
+    def next_call_id(self) -> str:
+        """A call id unique for the agent's lifetime (R-T5)."""
+        ...
+
+    def emit_tool_call(self, event: ToolCallEvent) -> None:
+        """Tell the host about a detected call."""
         ...
 
     def node_state(self) -> dict[str, Any]:

@@ -1,0 +1,227 @@
+"""Memory per paused turn, and the time to pause and resume 100 000 turns, via the asyncio API.
+
+100 000 agents (graph Pause "gate" -> CannedResponse "reply") are created, each gets one user
+message and pauses at "gate", then every one is resumed to completion. Stall warnings are off
+(``EngineSettings(pause_stall_warn_ms=0)``), so in the first configuration a paused turn holds no
+timer; the second gives the Pause node a ``pause_timeout_ms`` (10 min, never reached here) so
+every paused turn also holds one loop timer (``loop.call_at`` handle + heap entry).
+
+Each configuration runs in a fresh child process, twice: once plain (times and RSS, so the
+times carry no tracing overhead) and once under ``tracemalloc`` (Python-level bytes, plus the
+top allocation sites of the paused state). Memory figures are given three ways:
+
+* per paused turn *including its agent* (each paused turn needs an agent): (paused - before
+  agents) / count — the figure the <= 4 KiB target is about;
+* per agent alone (created, idle, never messaged): (agents - before) / count;
+* per paused turn on top of its idle agent: (paused - agents) / count.
+
+Run from the repository root: ``.venv/bin/python -m bench.paused_memory [--count 100000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python bench/paused_memory.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (
+    LOGGED,
+    REPO_ROOT,
+    pause_then_canned,
+    peak_rss_bytes,
+    logged_summary,
+    print_table,
+    quiet_logging,
+    rss_bytes,
+)
+
+TIMEOUT_MS = 600_000  # long enough never to fire during the run
+KIB = 1024
+TARGET_BYTES = 4 * KIB
+
+
+# --- child: one configuration in one fresh process ---------------------------------------------
+
+
+async def _child(count: int, timeout_ms: int, traced: bool) -> dict[str, object]:
+    import tracemalloc
+
+    import turnloom as tl
+
+    def measure() -> int:
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] if traced else rss_bytes()
+
+    out: dict[str, object] = {}
+    engine = tl.AsyncEngine(tl.MockModel("mock"),
+                            settings=tl.EngineSettings(pause_stall_warn_ms=0))
+    async with engine:
+        graph = pause_then_canned(timeout_ms)
+        # Warm every code path once (and drop it) so lazily created module state is not counted.
+        warm = await engine.create_agent(graph)
+        await warm.send_message("hi")
+        await warm.resume()
+        await warm.destroy()
+        del warm
+        loop = asyncio.get_running_loop()
+        timers_before = len(loop._scheduled)  # type: ignore[attr-defined]
+
+        m0 = measure()
+        if traced:
+            snap_before = tracemalloc.take_snapshot()
+        t0 = time.perf_counter()
+        agents = [await engine.create_agent(graph) for _ in range(count)]
+        out["create_s"] = time.perf_counter() - t0
+        m1 = measure()
+        if traced:
+            snap_agents = tracemalloc.take_snapshot()
+
+        t0 = time.perf_counter()
+        paused = 0
+        for agent in agents:
+            step = await agent.send_message("hi")
+            paused += step.pause is not None and step.pause.node_name == "gate"
+        out["pause_s"] = time.perf_counter() - t0
+        del step  # the host need not keep the step: measure only what the engine holds
+        m2 = measure()
+        out["timers"] = len(loop._scheduled) - timers_before  # type: ignore[attr-defined]
+        assert paused == count, f"{paused} of {count} turns paused"
+        if traced:
+            snap_paused = tracemalloc.take_snapshot()
+            out["top_agent"] = _top(snap_agents.compare_to(snap_before, "lineno"), count)
+            out["top_turn"] = _top(snap_paused.compare_to(snap_agents, "lineno"), count)
+            del snap_before, snap_agents, snap_paused
+            tracemalloc.stop()  # the resume is timed by the plain run
+
+        t0 = time.perf_counter()
+        results = [(await agent.resume()).result for agent in agents]
+        out["resume_s"] = time.perf_counter() - t0
+        done = sum(1 for r in results if r is not None and r.status is tl.TurnStatus.SUCCESS)
+        assert done == count, f"{done} of {count} turns completed"
+        out["timers_left"] = len(loop._scheduled) - timers_before  # type: ignore[attr-defined]
+    out.update(before=m0, agents=m1, paused_mem=m2, peak_rss=peak_rss_bytes(),
+               logged=dict(LOGGED))
+    return out
+
+
+def _top(stats: list, count: int, limit: int = 12) -> list[tuple[str, float, float]]:
+    """(site, bytes per turn, objects per turn) for the largest allocation sites."""
+    rows = []
+    for stat in sorted(stats, key=lambda s: -s.size_diff)[:limit]:
+        frame = stat.traceback[0]
+        path = frame.filename
+        for marker in ("site-packages/", "/lib/python3"):
+            if marker in path:
+                path = path.split(marker, 1)[1]
+        path = path.replace(str(REPO_ROOT) + "/", "")
+        rows.append((f"{path}:{frame.lineno}", stat.size_diff / count, stat.count_diff / count))
+    return rows
+
+
+def _child_main(argv: list[str]) -> None:
+    count, timeout_ms, traced = int(argv[0]), int(argv[1]), argv[2] == "traced"
+    quiet_logging()
+    if traced:
+        import tracemalloc
+
+        tracemalloc.start(1)
+    print(json.dumps(asyncio.run(_child(count, timeout_ms, traced))))
+
+
+# --- parent: run the children and print -------------------------------------------------------
+
+
+def _run_child(count: int, timeout_ms: int, traced: bool) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.paused_memory", "--child", str(count), str(timeout_ms),
+         "traced" if traced else "plain"],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(f"child failed ({proc.returncode})")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run both configurations (plain and traced) and print the figures."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        _child_main(argv[1:])
+        return
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--count", type=int, default=100_000, help="paused turns (and agents)")
+    parser.add_argument("--no-timer-config", action="store_true",
+                        help="skip the pause_timeout_ms configuration")
+    args = parser.parse_args(argv)
+    count = args.count
+    started = time.perf_counter()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f}; "
+          f"{count:,} agents, each with one turn paused at a Pause node, stall warnings off.")
+    configs = [("no timer (pause_timeout_ms=0)", 0)]
+    if not args.no_timer_config:
+        configs.append((f"1 timer each (pause_timeout_ms={TIMEOUT_MS})", TIMEOUT_MS))
+
+    results = []
+    for label, timeout_ms in configs:
+        plain = _run_child(count, timeout_ms, traced=False)
+        traced = _run_child(count, timeout_ms, traced=True)
+        results.append((label, plain, traced))
+
+    def per(r: dict, hi: str, lo: str) -> float:
+        return (r[hi] - r[lo]) / count
+
+    print("\nMemory, bytes per paused turn (count = agents = paused turns):")
+    print_table(
+        ["configuration", "measure", "turn+agent", "agent alone", "turn on top", "<= 4 KiB?"],
+        [
+            [label, name, f"{per(r, 'paused_mem', 'before'):,.0f}",
+             f"{per(r, 'agents', 'before'):,.0f}", f"{per(r, 'paused_mem', 'agents'):,.0f}",
+             "yes" if per(r, "paused_mem", "before") <= TARGET_BYTES else "NO"]
+            for label, plain, traced in results
+            for name, r in (("tracemalloc", traced), ("RSS delta", plain))
+        ],
+    )
+    print("\nTimes (plain run, no tracing; sequential awaits on one loop):")
+    print_table(
+        ["configuration", "create agents s", "pause all s", "us/pause", "resume all s",
+         "us/resume", "loop timers while paused", "timers left", "peak RSS MiB"],
+        [
+            [label, f"{p['create_s']:.2f}", f"{p['pause_s']:.2f}",
+             f"{p['pause_s'] / count * 1e6:.1f}", f"{p['resume_s']:.2f}",
+             f"{p['resume_s'] / count * 1e6:.1f}", f"{p['timers']:,}", f"{p['timers_left']:,}",
+             f"{p['peak_rss'] / 2**20:,.0f}"]
+            for label, p, _ in results
+        ],
+    )
+    for label, _, traced in results:
+        print(f"\nTop allocation sites, {label} (tracemalloc, bytes and objects per agent/turn):")
+        for title, key in (("idle agent", "top_agent"), ("paused turn on top of its agent",
+                                                         "top_turn")):
+            print(f"  {title}:")
+            for site, size, objects in traced[key]:
+                print(f"    {size:8.1f} B  {objects:5.2f} obj  {site}")
+    worst = max(per(t, "paused_mem", "before") for _, _, t in results)
+    worst_rss = max(per(p, "paused_mem", "before") for _, p, _ in results)
+    print(f"\nworst per paused turn incl. agent: {worst:,.0f} B tracemalloc, "
+          f"{worst_rss:,.0f} B RSS; target <= {TARGET_BYTES:,} B: "
+          f"{'met' if max(worst, worst_rss) <= TARGET_BYTES else 'MISSED'}")
+    for _, plain, traced in results:
+        LOGGED.update(plain["logged"])
+        LOGGED.update(traced["logged"])
+    print(logged_summary())
+    print(f"total wall time {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

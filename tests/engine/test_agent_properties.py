@@ -1,0 +1,856 @@
+"""Property tests of the agent API against an independent reference model (SPEC §3, §4, §5).
+
+Two parts:
+
+* `AgentMachine`, a hypothesis `RuleBasedStateMachine` that drives the public blocking API
+  (`turnloom.Engine` on a `VirtualClock`) with send / resume / jump / change_params / cancel /
+  clock advances / races / destroy, and checks every answer against a reference model written
+  here from the SPEC alone (turn states, error codes, R-E1, R-S3, R-D1, R-P3, R-P5, R-P7, R-P8,
+  R-G5). Nothing from `turnloom.states` or the engine internals is used to compute expectations.
+* An exhaustive (state x trigger x has_timeout_exit) test of `turnloom.states.fire` against the
+  SPEC §3 table, written out literally below.
+
+Graph of both agents (same nodes, different start nodes):
+
+    intro  CannedResponse(["intro"])                       -> gate
+    gate   Pause(no timeout; timeout_exit=fallback unused)  -> maybe
+    maybe  Pause(1000 ms, timeout_exit=fallback)            -> strict
+    strict Pause(500 ms, no timeout_exit)                   -> answer
+    answer Generate (mock echo)                             -> END
+    fallback CannedResponse(["fallback"])                   -> END
+
+Agent "A" starts at intro (turns pause 1..n times), agent "B" starts at answer (0 pauses).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+)
+
+import turnloom as tl
+from turnloom.states import IllegalTransition, Trigger, TurnState, fire, is_legal
+
+# --------------------------------------------------------------------------------------------
+# The reference model's own description of the graph (not read back from the engine).
+# --------------------------------------------------------------------------------------------
+
+MAX_STEPS = 8  # small on purpose: jump loops inside one turn reach R-G5 (4003)
+NODES = ("intro", "gate", "maybe", "strict", "answer", "fallback")
+KIND = {
+    "intro": "canned",
+    "gate": "pause",
+    "maybe": "pause",
+    "strict": "pause",
+    "answer": "generate",
+    "fallback": "canned",
+}
+NEXT = {
+    "intro": "gate",
+    "gate": "maybe",
+    "maybe": "strict",
+    "strict": "answer",
+    "answer": "",
+    "fallback": "",
+}
+#: Pause deadline in seconds (None = waits forever) and where a timeout leads ('' = END).
+TIMEOUT_S: dict[str, float | None] = {"gate": None, "maybe": 1.0, "strict": 0.5}
+TIMEOUT_EXIT = {"gate": "fallback", "maybe": "fallback", "strict": ""}
+START = {"A": "intro", "B": "answer"}
+TERMINAL = ("success", "error", "cancelled", "pause_timed_out")
+
+# Error codes (SPEC §4), written out rather than read from the engine.
+DESTROYED, BUSY, UNKNOWN_NODE, NOT_MUTABLE, BAD_VALUE = 3002, 3004, 3005, 3006, 3007
+NOT_PAUSED, BAD_TOOL_RESULTS, MAX_STEPS_EXCEEDED = 3012, 3016, 4003
+
+TEMPLATES = ["{{human_message}}", "T:{{human_message}}", "<{{human_message}}>", "fixed"]
+
+
+def build_nodes() -> dict[str, tl.NodeParams]:
+    """Fresh params for the graph (the engine and the model each get their own objects)."""
+    return {
+        "intro": tl.CannedResponseParams(lines=["intro"], default_exit="gate"),
+        "gate": tl.PauseParams(default_exit="maybe", timeout_exit="fallback"),
+        "maybe": tl.PauseParams(
+            pause_timeout_ms=1000, default_exit="strict", timeout_exit="fallback"
+        ),
+        "strict": tl.PauseParams(pause_timeout_ms=500, default_exit="answer"),
+        "answer": tl.GenerateParams(),
+        "fallback": tl.CannedResponseParams(lines=["fallback"]),
+    }
+
+
+def build_graph(start: str) -> tl.GraphDescription:
+    graph = tl.GraphDescription()
+    for name, params in build_nodes().items():
+        graph.add_node(name, params)
+    return graph.set_start_node(start).set_default_model_name("mock")
+
+
+def render(template: str, text: str) -> str:
+    """The Mustache templates used here only contain `{{human_message}}` variables."""
+    return template.replace("{{human_message}}", text)
+
+
+def user_block(text: str, rendered: str, placement: tl.Placement) -> list[dict[str, str]]:
+    """Where a Generate node puts its rendered prompt relative to the user message (R-G4)."""
+    if placement.value == "in_place_of_user":
+        return [{"role": "user", "content": rendered}]
+    role = "system" if placement.value.endswith("_as_system") else "user"
+    extra = {"role": role, "content": rendered}
+    user = {"role": "user", "content": text}
+    return [extra, user] if placement.value.startswith("before_") else [user, extra]
+
+
+def last_user_content(chat: list[dict[str, str]]) -> str:
+    for message in reversed(chat):
+        if message["role"] == "user":
+            return message["content"]
+    return "..."
+
+
+@dataclass
+class TurnModel:
+    turn_id: int
+    user: str
+    state: str = "running"  # running | paused | one of TERMINAL (as a status)
+    pause_node: str | None = None
+    pause_started: float = 0.0
+    pause_count: int = 0
+    pause_nodes: list[str] = field(default_factory=list)
+    paused_s: float = 0.0
+    steps: int = 0
+    reply: str = ""
+    messages: list[dict[str, str]] = field(default_factory=list)
+    generated: bool = False
+    error_code: int | None = None
+    exact: bool = True  # False when a race left the text/token details to the engine
+
+
+@dataclass
+class AgentModel:
+    name: str
+    params: dict[str, tl.NodeParams]
+    destroyed: bool = False
+    turn: TurnModel | None = None
+    completed: list[TurnModel] = field(default_factory=list)
+    dialog: list[tuple[str, list[dict[str, str]]]] = field(default_factory=list)
+    paused_events: list[tuple[str, str]] = field(default_factory=list)
+    resumed_nodes: list[str] = field(default_factory=list)
+
+
+class Recorder:
+    """Every callback of one agent (they run on the engine's loop thread)."""
+
+    def __init__(self, agent: tl.Agent) -> None:
+        self.results: list[tl.TurnResult] = []
+        self.chunks: list[tuple[str, bool, bool]] = []
+        self.paused: list[tuple[str, str]] = []
+        self.resumed: list[tuple[str, str]] = []
+        agent.set_on_turn_complete(self.results.append)
+        agent.set_on_answer_text(lambda text, delta, fin: self.chunks.append((text, delta, fin)))
+        agent.set_on_paused(lambda node, exit_: self.paused.append((node, exit_)))
+        agent.set_on_resumed(lambda node, to: self.resumed.append((node, to)))
+
+
+def code_of(fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    """('ok', value) or ('err', code)."""
+    try:
+        return "ok", fn(*args, **kwargs)
+    except tl.TurnloomError as error:
+        assert error.message, "every error carries a human-readable message"
+        return "err", int(error.code)
+
+
+# --------------------------------------------------------------------------------------------
+# Strategies
+# --------------------------------------------------------------------------------------------
+
+WHO = st.sampled_from(["A", "A", "A", "B"])
+USER_TEXT = st.text(alphabet="abc XYZ", max_size=10)
+LINES = st.lists(st.text(alphabet="abcdef", min_size=1, max_size=6), min_size=1, max_size=3)
+ANSWER_CHANGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "system_prompt": st.sampled_from(["", "be brief", "sys"]),
+        "template": st.sampled_from(TEMPLATES),
+        "placement": st.sampled_from(list(tl.Placement)),
+        "stream": st.booleans(),
+        "sampling": st.builds(
+            tl.SamplingParams,
+            temperature=st.sampled_from([0.0, 0.3, 5.0]),
+            top_p=st.sampled_from([0.0, 0.5, 1.0]),
+            seed=st.sampled_from([-1, 0, 7]),
+        ),
+    },
+)
+MUTABLE_CHANGE = st.one_of(
+    st.tuples(st.just("answer"), ANSWER_CHANGES),
+    st.tuples(st.sampled_from(["intro", "fallback"]), st.fixed_dictionaries({"lines": LINES})),
+)
+#: (node, fields, expected code). Structural (3006), out of range (3007), unknown node (3005).
+REJECTED_CHANGES: list[tuple[str, dict[str, Any], int]] = [
+    ("maybe", {"timeout_exit": "answer"}, NOT_MUTABLE),
+    ("maybe", {"timeout_exit": ""}, NOT_MUTABLE),
+    ("strict", {"timeout_exit": "fallback"}, NOT_MUTABLE),
+    ("maybe", {"pause_timeout_ms": 2000}, NOT_MUTABLE),
+    ("strict", {"pause_timeout_ms": 0}, NOT_MUTABLE),
+    ("gate", {"pause_timeout_ms": 5}, NOT_MUTABLE),
+    ("gate", {"default_exit": ""}, NOT_MUTABLE),
+    ("answer", {"default_exit": "fallback"}, NOT_MUTABLE),
+    ("answer", {"model_name": "mock"}, NOT_MUTABLE),
+    ("intro", {"default_exit": "answer"}, NOT_MUTABLE),
+    ("fallback", {"default_exit": "gate"}, NOT_MUTABLE),
+    ("answer", {"sampling": tl.SamplingParams(temperature=-1.0)}, BAD_VALUE),
+    ("answer", {"sampling": tl.SamplingParams(top_p=1.5)}, BAD_VALUE),
+    ("answer", {"sampling": tl.SamplingParams(max_tokens=0)}, BAD_VALUE),
+    ("answer", {"template": "{{/x}}"}, BAD_VALUE),
+    ("answer", {"system_prompt": 5}, BAD_VALUE),
+    ("intro", {"lines": []}, BAD_VALUE),
+    ("fallback", {"lines": []}, BAD_VALUE),
+    ("fallback", {"lines": ["ok", 3]}, BAD_VALUE),
+    ("nope", {"lines": ["x"]}, UNKNOWN_NODE),
+    ("Answer", {"system_prompt": "x"}, UNKNOWN_NODE),
+]
+TOOL_BATCHES = st.sampled_from(
+    [
+        [{"call_id": "c00000000", "result": "r"}],
+        [tl.ToolResult("c00000001", "x")],
+        [("c00000000", "a"), ("c00000001", "b")],
+    ]
+)
+ADVANCE = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 2.0])
+
+
+# --------------------------------------------------------------------------------------------
+# The state machine
+# --------------------------------------------------------------------------------------------
+
+
+class AgentMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = tl.VirtualClock()
+        self.mock = tl.MockModel("mock")
+        self.engine = tl.Engine(
+            self.mock, clock=self.clock, settings=tl.EngineSettings(pause_stall_warn_ms=0)
+        )
+        self.now = 0.0
+        self.turn_ids = itertools.count(1)  # engine-wide, consumed by each started turn
+        self.steps_done = 0
+        self.pending_gens: list[tuple[list[dict[str, str]], tl.SamplingParams]] = []
+        self.agents: dict[str, tl.Agent] = {}
+        self.rec: dict[str, Recorder] = {}
+        self.model: dict[str, AgentModel] = {}
+        for name, start in START.items():
+            agent = self.engine.create_agent(build_graph(start), max_steps_per_turn=MAX_STEPS)
+            self.agents[name] = agent
+            self.rec[name] = Recorder(agent)
+            self.model[name] = AgentModel(name, build_nodes())
+
+    def teardown(self) -> None:
+        open_turns = {n: am.turn for n, am in self.model.items() if am.turn is not None}
+        self.engine.close()
+        # Closing the engine cancels every open turn: exactly one more completion each.
+        for name, turn in open_turns.items():
+            results = self.rec[name].results
+            assert len(results) == len(self.model[name].completed) + 1
+            assert results[-1].turn_id == turn.turn_id
+            assert results[-1].status.value == "cancelled"
+
+    # --- the reference model -----------------------------------------------------------------
+
+    def _reply(self, turn: TurnModel, text: str) -> None:
+        if turn.reply:
+            turn.reply += "\n"
+        turn.reply += text
+        turn.messages.append({"role": "assistant", "content": text})
+
+    def _project(self, am: AgentModel, turn: TurnModel, p: Any) -> list[dict[str, str]]:
+        chat: list[dict[str, str]] = []
+        if p.system_prompt:
+            chat.append({"role": "system", "content": p.system_prompt})
+        for user, messages in am.dialog:
+            chat.append({"role": "user", "content": user})
+            chat.extend(messages)
+        chat.extend(user_block(turn.user, render(p.template, turn.user), p.placement))
+        chat.extend(turn.messages)
+        return chat
+
+    def _end(self, am: AgentModel, turn: TurnModel, status: str, code: int | None = None) -> None:
+        assert status in TERMINAL
+        turn.state = status
+        turn.error_code = code
+        turn.pause_node = None
+        am.turn = None
+        am.completed.append(turn)
+        if status in ("success", "pause_timed_out"):
+            # R-P5: a timed-out turn keeps its partial interaction. (The SPEC is silent on
+            # failed turns; like cancelled ones they are modelled as leaving no trace.)
+            am.dialog.append((turn.user, list(turn.messages)))
+
+    def _end_pause(self, turn: TurnModel, at: float) -> str:
+        assert turn.state == "paused" and turn.pause_node is not None
+        node = turn.pause_node
+        turn.paused_s += at - turn.pause_started
+        turn.state = "running"
+        turn.pause_node = None
+        return node
+
+    def _walk(self, am: AgentModel, turn: TurnModel, node: str) -> None:
+        while node:
+            if turn.steps >= MAX_STEPS:
+                self._end(am, turn, "error", MAX_STEPS_EXCEEDED)
+                return
+            turn.steps += 1
+            p = am.params[node]
+            kind = KIND[node]
+            if kind == "pause":
+                turn.state = "paused"
+                turn.pause_node = node
+                turn.pause_started = self.now
+                turn.pause_count += 1
+                turn.pause_nodes.append(node)
+                am.paused_events.append((node, "default"))
+                return
+            if kind == "canned":
+                self._reply(turn, p.lines[0])
+            else:
+                chat = self._project(am, turn, p)
+                self.pending_gens.append((chat, copy.deepcopy(p.sampling)))
+                self._reply(turn, "You said: " + last_user_content(chat))
+                turn.generated = True
+            node = NEXT[node]
+        self._end(am, turn, "success")
+
+    def _start(self, am: AgentModel, text: str) -> TurnModel:
+        turn = TurnModel(next(self.turn_ids), text)
+        am.turn = turn
+        self._walk(am, turn, START[am.name])
+        return turn
+
+    def _resume(self, am: AgentModel, resume_node: str) -> None:
+        turn = am.turn
+        assert turn is not None
+        node = self._end_pause(turn, self.now)
+        am.resumed_nodes.append(node)
+        self._walk(am, turn, resume_node or NEXT[node])
+
+    def _cancel(self, am: AgentModel) -> None:
+        turn = am.turn
+        assert turn is not None
+        if turn.state == "paused":
+            self._end_pause(turn, self.now)
+        self._end(am, turn, "cancelled")
+
+    # --- helpers on the engine side ----------------------------------------------------------
+
+    def _live(self, who: str) -> bool:
+        return not self.model[who].destroyed
+
+    def _snapshot(self, who: str) -> tuple[Any, ...]:
+        """Everything a rejected operation must leave unchanged (R-E1)."""
+        agent = self.agents[who]
+        futures = [agent.get_params_async(n) for n in NODES]
+        params = tuple(f.result(5) for f in futures)
+        step = agent.wait(timeout=5)
+        rec = self.rec[who]
+        return (
+            params,
+            step.pause,
+            step.result,
+            agent.last_result,
+            len(rec.results),
+            len(rec.chunks),
+            len(rec.paused),
+            len(rec.resumed),
+            len(self.mock.requests),
+            self.clock.pending(),
+        )
+
+    def _expect_rejected(self, who: str, code: int, fn: Any, *args: Any, **kwargs: Any) -> None:
+        before = self._snapshot(who) if self._live(who) else None
+        outcome = code_of(fn, *args, **kwargs)
+        assert outcome == ("err", code), f"expected error {code}, got {outcome}"
+        if before is not None:
+            assert self._snapshot(who) == before, "a rejected operation changed something (R-E1)"
+
+    def _settled(self, who: str, step: tl.Step | None, requests_before: int | None) -> None:
+        """After an operation: the returned step (and the generations) match the model."""
+        am = self.model[who]
+        now_step = self.agents[who].wait(timeout=5)
+        for s in (step, now_step) if step is not None else (now_step,):
+            if am.turn is not None:
+                assert am.turn.state == "paused"
+                assert s.pause is not None and s.result is None, s
+                assert s.pause.node_name == am.turn.pause_node
+                assert s.pause.pending_exit == "default"
+                assert s.pause.pending_target == NEXT[am.turn.pause_node]
+            elif not am.completed:
+                assert s.pause is None and s.result is None, s  # no turn yet
+            else:
+                assert s.pause is None and s.result is not None, s
+                assert s.result.turn_id == am.completed[-1].turn_id
+        if requests_before is not None:
+            self._check_generations(requests_before)
+
+    def _check_generations(self, requests_before: int) -> None:
+        """The prompts the mock model received since `requests_before` are the model's."""
+        got = [(r.messages, r.sampling) for r in self.mock.requests[requests_before:]]
+        assert got == self.pending_gens, "the model saw a different prompt (R-P3 / dialog)"
+        self.pending_gens = []
+
+    # --- rules ---------------------------------------------------------------------------------
+
+    @rule(who=WHO, text=USER_TEXT)
+    def send_message(self, who: str, text: str) -> None:
+        self.steps_done += 1
+        am, agent = self.model[who], self.agents[who]
+        if am.destroyed:
+            self._expect_rejected(who, DESTROYED, agent.send_message, text, timeout=5)
+        elif am.turn is not None:
+            self._expect_rejected(who, BUSY, agent.send_message, text, timeout=5)
+        else:
+            before = len(self.mock.requests)
+            step = agent.send_message(text, timeout=5)
+            self._start(am, text)
+            self._settled(who, step, before)
+
+    def _resume_rule(self, who: str, node: str, results: Any) -> None:
+        am, agent = self.model[who], self.agents[who]
+        if am.destroyed:
+            self._expect_rejected(who, DESTROYED, agent.resume, node, results, timeout=5)
+        elif am.turn is None:
+            self._expect_rejected(who, NOT_PAUSED, agent.resume, node, results, timeout=5)
+        elif node and node not in NODES:
+            self._expect_rejected(who, UNKNOWN_NODE, agent.resume, node, results, timeout=5)
+        elif results:
+            self._expect_rejected(who, BAD_TOOL_RESULTS, agent.resume, node, results, timeout=5)
+        else:
+            before = len(self.mock.requests)
+            step = agent.resume(node, results, timeout=5)
+            self._resume(am, node)
+            self._settled(who, step, before)
+
+    @rule(who=WHO, empty_batch=st.sampled_from([(), []]))
+    def resume_plain(self, who: str, empty_batch: Any) -> None:
+        """R-P4 plain resume; R-T7 an empty batch on a Pause-node pause is a plain continue."""
+        self.steps_done += 1
+        self._resume_rule(who, "", empty_batch)
+
+    @rule(who=WHO, node=st.sampled_from(NODES))
+    def resume_jump(self, who: str, node: str) -> None:
+        self.steps_done += 1
+        self._resume_rule(who, node, ())
+
+    @rule(who=WHO, node=st.sampled_from(["nope", "Gate", "answer ", "END"]))
+    def resume_unknown_node(self, who: str, node: str) -> None:
+        self.steps_done += 1
+        self._resume_rule(who, node, ())
+
+    @rule(who=WHO, node=st.sampled_from(["", "answer", "gate"]), batch=TOOL_BATCHES)
+    def resume_with_tool_results(self, who: str, node: str, batch: Any) -> None:
+        self.steps_done += 1
+        self._resume_rule(who, node, batch)
+
+    @rule(who=WHO, change=MUTABLE_CHANGE, as_object=st.booleans())
+    def change_mutable(self, who: str, change: tuple[str, dict[str, Any]], as_object: bool) -> None:
+        self.steps_done += 1
+        node, fields = change
+        am, agent = self.model[who], self.agents[who]
+        proposed = dataclasses.replace(copy.deepcopy(am.params[node]), **copy.deepcopy(fields))
+        payload: Any = copy.deepcopy(proposed) if as_object else copy.deepcopy(fields)
+        if am.destroyed:
+            self._expect_rejected(who, DESTROYED, agent.change_params, node, payload)
+            return
+        assert am.turn is None or am.turn.state == "paused"  # never observed running here
+        agent.change_params(node, payload)
+        am.params[node] = proposed
+        # The engine keeps its own copy: mutating what we passed changes nothing.
+        if as_object:
+            if isinstance(payload, tl.CannedResponseParams):
+                payload.lines.append("mutated")
+            else:
+                payload.system_prompt = "mutated"
+                payload.sampling.temperature = 0.123
+        elif "lines" in payload:
+            payload["lines"].append("mutated")
+        assert agent.get_params(node) == proposed
+
+    @rule(who=WHO, node=st.sampled_from(NODES))
+    def change_structural_to_same_value(self, who: str, node: str) -> None:
+        """Only a structural field that *differs* is 3006; restating it is a no-op."""
+        self.steps_done += 1
+        am, agent = self.model[who], self.agents[who]
+        fields: dict[str, Any] = {"default_exit": NEXT[node]}
+        if KIND[node] == "pause":
+            timeout = TIMEOUT_S[node]
+            fields["pause_timeout_ms"] = int(timeout * 1000) if timeout else 0
+            fields["timeout_exit"] = TIMEOUT_EXIT[node]
+        if am.destroyed:
+            self._expect_rejected(who, DESTROYED, agent.change_params, node, fields)
+            return
+        before = self._snapshot(who)
+        agent.change_params(node, fields)
+        assert self._snapshot(who) == before
+
+    @rule(who=WHO, case=st.sampled_from(REJECTED_CHANGES), as_object=st.booleans())
+    def change_rejected(
+        self, who: str, case: tuple[str, dict[str, Any], int], as_object: bool
+    ) -> None:
+        self.steps_done += 1
+        node, fields, code = case
+        am, agent = self.model[who], self.agents[who]
+        payload: Any = copy.deepcopy(fields)
+        if as_object:
+            base = am.params.get(node, tl.CannedResponseParams(lines=["x"]))
+            payload = copy.deepcopy(base)
+            for key, value in copy.deepcopy(fields).items():
+                setattr(payload, key, value)
+        expected = DESTROYED if am.destroyed else code
+        self._expect_rejected(who, expected, agent.change_params, node, payload)
+
+    @rule(who=WHO, node=st.sampled_from(["nope", ""]))
+    def get_params_unknown(self, who: str, node: str) -> None:
+        self.steps_done += 1
+        code = DESTROYED if self.model[who].destroyed else UNKNOWN_NODE
+        self._expect_rejected(who, code, self.agents[who].get_params, node)
+
+    @rule(who=WHO)
+    def cancel(self, who: str) -> None:
+        self.steps_done += 1
+        am, agent = self.model[who], self.agents[who]
+        if am.destroyed:
+            self._expect_rejected(who, DESTROYED, agent.cancel)
+        elif am.turn is None:
+            before = self._snapshot(who)
+            assert agent.cancel() is False  # "nothing to cancel", not an error
+            assert self._snapshot(who) == before
+        else:
+            assert agent.cancel() is True
+            self._cancel(am)
+            self._settled(who, None, len(self.mock.requests))
+
+    def _timeouts_until(self, target: float) -> list[tuple[AgentModel, str]]:
+        """Fire (in the model) every pause deadline <= target; return the walks to continue."""
+        fired = []
+        for am in self.model.values():
+            turn = am.turn
+            if turn is None or turn.state != "paused":
+                continue
+            timeout = TIMEOUT_S[turn.pause_node or ""]
+            if timeout is not None and turn.pause_started + timeout <= target:
+                fired.append((turn.pause_started + timeout, am))
+        walks = []
+        for deadline, am in sorted(fired, key=lambda x: x[0]):
+            turn = am.turn
+            assert turn is not None
+            node = self._end_pause(turn, deadline)
+            if TIMEOUT_EXIT[node]:
+                am.resumed_nodes.append(node)
+                walks.append((am, TIMEOUT_EXIT[node]))
+            else:
+                self._end(am, turn, "pause_timed_out")
+        return walks
+
+    @rule(seconds=ADVANCE)
+    def advance_clock(self, seconds: float) -> None:
+        """R-P5: deadlines on the engine's clock; crossing one continues or ends the turn."""
+        self.steps_done += 1
+        before = len(self.mock.requests)
+        self.clock.advance(seconds)
+        walks = self._timeouts_until(self.now + seconds)
+        self.now += seconds
+        for am, node in walks:
+            assert am.turn is not None
+            self._walk(am, am.turn, node)
+        for who in self.agents:
+            if self._live(who):
+                self._settled(who, None, None)
+        self._check_generations(before)
+
+    @precondition(lambda self: self.steps_done >= 10)
+    @rule(who=WHO)
+    def destroy(self, who: str) -> None:
+        self.steps_done += 1
+        am, agent = self.model[who], self.agents[who]
+        if am.destroyed:
+            self._expect_rejected(who, DESTROYED, agent.destroy)
+            return
+        agent.destroy()
+        if am.turn is not None:
+            self._cancel(am)
+        am.destroyed = True
+
+    # --- races (R-P8, R-S3) --------------------------------------------------------------------
+
+    def _paused_at(self, who: str, *nodes: str) -> bool:
+        am = self.model[who]
+        return (
+            not am.destroyed
+            and am.turn is not None
+            and am.turn.state == "paused"
+            and am.turn.pause_node in nodes
+        )
+
+    @precondition(lambda self: self._paused_at("A", "maybe", "strict"))
+    @rule(node=st.sampled_from(["", "answer", "fallback"]), extra=st.sampled_from([0.0, 0.25]))
+    def race_resume_against_timeout(self, node: str, extra: float) -> None:
+        """A resume and a pause deadline race: exactly one wins; a losing resume is 3012."""
+        self.steps_done += 1
+        am, agent = self.model["A"], self.agents["A"]
+        turn = am.turn
+        assert turn is not None and turn.pause_node is not None
+        target = node
+        if not target and NEXT[turn.pause_node] != "answer":
+            target = "answer"  # the winner must not pause again: its start time would be racy
+        timeout = TIMEOUT_S[turn.pause_node]
+        assert timeout is not None
+        seconds = turn.pause_started + timeout - self.now + extra
+        before = len(self.mock.requests)
+        future = agent.resume_async(target)
+        self.clock.advance(seconds)
+        try:
+            step = future.result(5)
+        except tl.TurnloomError as error:
+            assert int(error.code) == NOT_PAUSED, error
+            step = None
+        if step is not None:  # the resume won; the timer must be a no-op
+            self._resume(am, target)
+            self._timeouts_until(self.now + seconds)
+            self.now += seconds
+        else:  # the timeout won
+            walks = self._timeouts_until(self.now + seconds)
+            assert am.turn is None or am.turn.state != "paused"
+            self.now += seconds
+            for am_, next_node in walks:
+                assert am_.turn is not None
+                self._walk(am_, am_.turn, next_node)
+        self._settled("A", step, before)
+
+    @precondition(lambda self: self._paused_at("A", "gate", "maybe", "strict"))
+    @rule(node=st.sampled_from(["", "answer", "fallback"]))
+    def race_two_resumes(self, node: str) -> None:
+        """Two resumes of one pause: one wins, the other gets 3012."""
+        self.steps_done += 1
+        am, agent = self.model["A"], self.agents["A"]
+        assert am.turn is not None and am.turn.pause_node is not None
+        target = node
+        if not target and NEXT[am.turn.pause_node] != "answer":
+            target = "fallback"  # keep the winner from pausing again (then a 2nd resume is legal)
+        before = len(self.mock.requests)
+        futures = [agent.resume_async(target), agent.resume_async(target)]
+        outcomes = []
+        for future in futures:
+            try:
+                outcomes.append(("ok", future.result(5)))
+            except tl.TurnloomError as error:
+                outcomes.append(("err", int(error.code)))
+        assert sorted(o[0] for o in outcomes) == ["err", "ok"], outcomes
+        assert [o[1] for o in outcomes if o[0] == "err"] == [NOT_PAUSED]
+        self._resume(am, target)
+        self._settled("A", next(o[1] for o in outcomes if o[0] == "ok"), before)
+
+    @precondition(lambda self: any(self._live(w) and self.model[w].turn is None for w in "AB"))
+    @rule(who=WHO, text=USER_TEXT)
+    def race_send_then_cancel(self, who: str, text: str) -> None:
+        """send_message_async then cancel(): whichever order, exactly one completion."""
+        self.steps_done += 1
+        am, agent = self.model[who], self.agents[who]
+        if am.destroyed or am.turn is not None:
+            return
+        saved = copy.deepcopy(am)
+        before = len(self.mock.requests)
+        future = agent.send_message_async(text)
+        cancelled = agent.cancel()
+        future.result(5)
+        agent.wait(timeout=5)
+        normal = self._start(am, text)  # what the turn does when nothing cancels it
+        if not cancelled:
+            # cancel ran before the turn started (or after it ended): a normal turn.
+            self._settled(who, None, before)
+            return
+        self.pending_gens = []  # how far the generation got is racy
+        result = self.rec[who].results[-1]
+        assert result.turn_id == normal.turn_id
+        assert result.status.value == "cancelled"
+        assert normal.reply.startswith(result.text), (normal.reply, result.text)
+        assert result.pause_count <= normal.pause_count
+        assert result.paused_duration_s == 0.0  # no time passed
+        # Rebuild the model from the observed (racy) cut point.
+        self.model[who] = am = saved
+        turn = TurnModel(normal.turn_id, text, exact=False)
+        turn.reply = result.text
+        turn.pause_count = result.pause_count
+        am.paused_events.extend((n, "default") for n in normal.pause_nodes[: result.pause_count])
+        self._end(am, turn, "cancelled")
+        self._settled(who, None, None)
+
+    # --- invariants ----------------------------------------------------------------------------
+
+    @invariant()
+    def engine_agrees_with_model(self) -> None:
+        for who, am in self.model.items():
+            agent, rec = self.agents[who], self.rec[who]
+            # R-S3: exactly one completion per turn, only for turns that ended, in order.
+            counts = Counter(r.turn_id for r in rec.results)
+            assert all(c == 1 for c in counts.values()), counts
+            assert [r.turn_id for r in rec.results] == [t.turn_id for t in am.completed]
+            for result, turn in zip(rec.results, am.completed, strict=True):
+                assert result.status.value == turn.state, (result, turn)
+                assert result.error_code == turn.error_code, (result, turn)
+                assert result.pause_count == turn.pause_count, (result, turn)
+                assert result.paused_duration_s == pytest.approx(turn.paused_s, abs=1e-9), (
+                    result,
+                    turn,
+                )
+                if turn.exact:
+                    assert result.text == turn.reply, (result, turn)
+                    assert (result.tokens_generated > 0) == turn.generated, (result, turn)
+            # R-D1: exactly one is_final chunk per finished turn, carrying the whole reply.
+            finals = [i for i, c in enumerate(rec.chunks) if c[2]]
+            assert len(finals) == len(rec.results)
+            start = 0
+            for index, result in zip(finals, rec.results, strict=True):
+                text, is_delta, _ = rec.chunks[index]
+                assert text == result.text and not is_delta
+                deltas = rec.chunks[start:index]
+                assert all(d[1] and not d[2] for d in deltas)
+                assert "".join(d[0] for d in deltas) == result.text
+                start = index + 1
+            tail = rec.chunks[start:]
+            if am.turn is None:
+                assert tail == [], "text after the turn completed"
+            else:
+                assert "".join(d[0] for d in tail) == am.turn.reply
+            # Pause notifications (R-P2) and resumes.
+            assert rec.paused == am.paused_events
+            assert [node for node, _ in rec.resumed] == am.resumed_nodes
+            if am.destroyed:
+                assert code_of(agent.wait, timeout=5) == ("err", DESTROYED)
+                assert code_of(agent.get_params, "answer") == ("err", DESTROYED)
+                continue
+            # The agent's state, and its params (per agent: A's changes never leak into B).
+            step = agent.wait(timeout=5)
+            if am.turn is None:
+                assert step.pause is None
+                assert step.result == agent.last_result
+                if am.completed:
+                    assert agent.last_result == rec.results[-1]
+            else:
+                assert step.pause is not None
+                assert (step.pause.node_name, step.pause.pending_exit) == (
+                    am.turn.pause_node,
+                    "default",
+                )
+            futures = [agent.get_params_async(n) for n in NODES]
+            for node, future in zip(NODES, futures, strict=True):
+                assert future.result(5) == am.params[node], node
+
+
+AgentMachine.TestCase.settings = settings(
+    max_examples=60,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestAgentMachine = AgentMachine.TestCase
+
+
+# --------------------------------------------------------------------------------------------
+# Exhaustive state x trigger, against the SPEC §3 table written out literally.
+# --------------------------------------------------------------------------------------------
+
+SPEC_STATES = (
+    "idle",
+    "running",
+    "paused",
+    "resuming",
+    "done",
+    "pause_timed_out",
+    "cancelled",
+    "failed",
+)
+SPEC_TERMINAL = ("done", "pause_timed_out", "cancelled", "failed")
+SPEC_TRIGGERS = ("start", "pause", "resume", "proceed", "time_out", "finish", "fail", "cancel")
+
+#: (state, trigger) -> destination; for time_out the destination depends on has_timeout_exit.
+SPEC_TABLE: dict[tuple[str, str], str | dict[bool, str]] = {
+    ("idle", "start"): "running",
+    ("running", "pause"): "paused",
+    ("paused", "resume"): "resuming",
+    ("resuming", "proceed"): "running",
+    ("paused", "time_out"): {True: "resuming", False: "pause_timed_out"},
+    ("running", "finish"): "done",
+    ("running", "fail"): "failed",
+    ("resuming", "fail"): "failed",
+    ("running", "cancel"): "cancelled",
+    ("paused", "cancel"): "cancelled",
+    ("resuming", "cancel"): "cancelled",
+}
+
+
+def spec_dest(state: str, trigger: str, has_timeout_exit: bool) -> str | None:
+    dest = SPEC_TABLE.get((state, trigger))
+    if isinstance(dest, dict):
+        return dest[has_timeout_exit]
+    return dest
+
+
+def test_states_and_triggers_are_the_spec_ones() -> None:
+    assert sorted(s.value for s in TurnState) == sorted(SPEC_STATES)
+    assert sorted(t.value for t in Trigger) == sorted(SPEC_TRIGGERS)
+
+
+@pytest.mark.parametrize("has_timeout_exit", [False, True])
+@pytest.mark.parametrize("trigger", list(Trigger), ids=str)
+@pytest.mark.parametrize("state", list(TurnState), ids=str)
+def test_fire_follows_the_spec_table(
+    state: TurnState, trigger: Trigger, has_timeout_exit: bool
+) -> None:
+    expected = spec_dest(state.value, trigger.value, has_timeout_exit)
+    assert is_legal(state.value, trigger) == (expected is not None)
+    for form in (trigger, trigger.value):
+        turn = SimpleNamespace(state=state.value, has_timeout_exit=has_timeout_exit)
+        if expected is None:
+            with pytest.raises(IllegalTransition) as info:
+                fire(turn, form)
+            assert turn.state == state.value  # R-S2: a rejection never changes state
+            assert (info.value.trigger, info.value.state) == (trigger.value, state.value)
+        else:
+            assert fire(turn, form) == expected
+            assert turn.state == expected
+
+
+@pytest.mark.parametrize("state", SPEC_TERMINAL)
+def test_terminal_states_accept_no_trigger(state: str) -> None:
+    for trigger, flag in itertools.product(Trigger, (False, True)):
+        turn = SimpleNamespace(state=state, has_timeout_exit=flag)
+        with pytest.raises(IllegalTransition):
+            fire(turn, trigger)
+        assert turn.state == state
+
+
+def test_idle_is_only_left_by_start() -> None:
+    for trigger, flag in itertools.product(Trigger, (False, True)):
+        turn = SimpleNamespace(state="idle", has_timeout_exit=flag)
+        if trigger.value == "start":
+            assert fire(turn, trigger) == "running"
+        else:
+            with pytest.raises(IllegalTransition):
+                fire(turn, trigger)
+            assert turn.state == "idle"

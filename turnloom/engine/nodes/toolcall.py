@@ -1,0 +1,89 @@
+"""The ToolCall node: offer tools through the model's template, detect calls, apply the
+disposition (R-T2, R-T3, R-T5, R-T6)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..backends.base import GenerationRequest
+from ..exchanges import call_message, result_message
+from ..params import Placement, ToolCallDisposition, ToolCallMode, ToolCallParams
+from ..projection import project_chat
+from ..results import ToolCallEvent
+from ..tool_parsing import arguments_as_strings, coerce_arguments, parse_tool_calls
+from .base import NodeContext, NodeOutcome
+
+
+async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome:
+    """Generate with the node's tools; exit `tool_called` if a declared tool was called."""
+    messages = project_chat(
+        ctx.dialog,
+        ctx.interaction,
+        system_prompt=params.system_prompt,
+        prompt_text=ctx.interaction.user_message,
+        placement=Placement.InPlaceOfUser,
+    )
+    backend = ctx.backend(params)
+    tools = [tool.json_schema() for tool in params.tools]
+    generated = await backend.generate(GenerationRequest(messages, params.sampling, tools))
+    ctx.add_tokens(generated.tokens)
+    parsed = parse_tool_calls(generated.text, backend.tool_call_family())
+
+    declared = {tool.name: tool for tool in params.tools}
+    diagnostics: dict[str, Any] = {
+        "model": backend.name,
+        "tool_count": len(params.tools),
+        "tokens_generated": generated.tokens,
+        "detected_calls": [],
+        "rejected_calls": [
+            {"tool_name": call.name, "reason": "tool not declared by this node"}
+            for call in parsed.calls
+            if call.name not in declared
+        ],
+        "malformed_calls": len(parsed.malformed),
+    }
+    calls = [call for call in parsed.calls if call.name in declared]
+    if not calls:
+        diagnostics["exit"] = "no_tool_called"
+        if params.mode is ToolCallMode.CallOrAnswer and parsed.residual_text:
+            ctx.begin_reply()
+            ctx.emit_text(parsed.residual_text)
+            ctx.add_reply(parsed.residual_text)
+        return NodeOutcome("no_tool_called", diagnostics=diagnostics)
+
+    disposition = params.disposition
+    events = []
+    for call in calls:
+        types = {p.name: p.type for p in declared[call.name].parameters}
+        events.append(
+            ToolCallEvent(
+                call_id=ctx.next_call_id(),
+                tool_name=call.name,
+                arguments_json=json.dumps(arguments_as_strings(call.arguments)),
+                node_name=ctx.node_name,
+                disposition=disposition.value,
+                arguments=coerce_arguments(call.arguments, types),
+            )
+        )
+    if disposition.acknowledges or disposition is ToolCallDisposition.AwaitResult:
+        # The model will see these calls, so each must be answered: by the acknowledge text
+        # now, or (AwaitResult) by the host's results on resume.
+        ctx.interaction.messages.append(call_message(events))
+        if disposition.acknowledges:
+            ack = params.acknowledge_text or "ok"
+            ctx.interaction.messages.extend(result_message(e, ack) for e in events)
+    diagnostics["detected_calls"] = [
+        {"call_id": e.call_id, "tool_name": e.tool_name, "arguments": e.arguments} for e in events
+    ]
+    diagnostics["exit"] = "tool_called"
+    if disposition.notifies:
+        for event in events:
+            ctx.emit_tool_call(event)
+    return NodeOutcome(
+        "tool_called",
+        pauses=disposition.pauses,
+        diagnostics=diagnostics,
+        pending_calls=tuple(events),
+        awaits_results=disposition is ToolCallDisposition.AwaitResult,
+    )

@@ -1,0 +1,164 @@
+"""Routing an agent's events to the host: callbacks (R-H2) and registered tools (R-T8).
+
+Everything here runs on the engine loop. A handler registered with `register_tool` runs when a
+pausing ToolCall pauses and every pending call has a handler; the turn is then resumed at once
+(with the handlers' results for AwaitResult). If that resume is refused, the batch is kept for
+`retry_paused_tool_batch`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+
+from ..engine.agent import AgentCore
+from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
+from ..protocol.errors import to_error
+from ..states import Rejection
+
+log = structlog.get_logger("turnloom.host")
+
+PausedCallback = Callable[[str, str], None]
+ResumedCallback = Callable[[str, str], None]
+AnswerTextCallback = Callable[[str, bool, bool], None]
+TurnCompleteCallback = Callable[[TurnResult], None]
+ToolCallWithIdCallback = Callable[[str, str, str], None]
+ToolCallEventCallback = Callable[[ToolCallEvent], None]
+#: A registered tool: gets the call, returns the result text (used for AwaitResult only).
+ToolHandler = Callable[[ToolCallEvent], "str | Awaitable[str] | Any"]
+
+
+def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> Exception:
+    """Log a rejection with its code (R-L1) and turn it into the host-facing error."""
+    error = to_error(rejection)
+    log.info(
+        "rejected",
+        operation=operation,
+        agent_id=agent_id,
+        code=int(error.code),
+        message=rejection.message,
+    )
+    return error
+
+
+class CallbackDispatch(AgentListener):
+    """One agent's host-side callbacks and tool handlers."""
+
+    __slots__ = (
+        "answer_text",
+        "core",
+        "kept_batch",
+        "paused",
+        "resumed",
+        "tool_call_event",
+        "tool_call_with_id",
+        "tools",
+        "turn_complete",
+    )
+
+    def __init__(self) -> None:
+        self.core: AgentCore | None = None
+        self.paused: PausedCallback | None = None
+        self.resumed: ResumedCallback | None = None
+        self.answer_text: AnswerTextCallback | None = None
+        self.turn_complete: TurnCompleteCallback | None = None
+        self.tool_call_with_id: ToolCallWithIdCallback | None = None
+        self.tool_call_event: ToolCallEventCallback | None = None
+        self.tools: dict[str, ToolHandler] = {}
+        self.kept_batch: list[ToolResult] | None = None
+
+    # --- events ------------------------------------------------------------------------------
+
+    def on_paused(self, agent_id: int, info: PauseInfo, awaited: bool) -> None:
+        self.kept_batch = None
+        if self.paused is not None:
+            self.paused(info.node_name, info.pending_exit)
+        handled = self._run_tool_handlers(info)
+        listens_for_calls = bool(info.pending_calls) and (
+            self.tool_call_with_id is not None or self.tool_call_event is not None
+        )
+        if not (self.paused or handled or awaited or listens_for_calls):
+            log.warning(
+                "pause.unattended",
+                agent_id=agent_id,
+                node=info.node_name,
+                hint="nothing here can resume this pause: no paused callback, no tool handler "
+                "for its calls, no caller waiting; it will wait until resumed, cancelled or "
+                "timed out",
+            )
+
+    def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
+        if self.resumed is not None:
+            self.resumed(node_name, resume_node)
+
+    def on_answer_text(self, agent_id: int, text: str, is_delta: bool, is_final: bool) -> None:
+        if self.answer_text is not None:
+            self.answer_text(text, is_delta, is_final)
+
+    def on_tool_call(self, agent_id: int, event: ToolCallEvent) -> None:
+        if self.tool_call_with_id is not None:
+            self.tool_call_with_id(event.call_id, event.tool_name, event.arguments_json)
+        if self.tool_call_event is not None:
+            self.tool_call_event(event)
+
+    def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
+        self.kept_batch = None
+        if self.turn_complete is not None:
+            self.turn_complete(result)
+
+    # --- registered tools --------------------------------------------------------------------
+
+    def _run_tool_handlers(self, info: PauseInfo) -> bool:
+        calls = info.pending_calls
+        if not calls or not all(call.tool_name in self.tools for call in calls):
+            return False
+        try:
+            outputs = [self.tools[call.tool_name](call) for call in calls]
+        except Exception:
+            log.exception("tool_handler.failed", node=info.node_name)
+            return True
+        if any(inspect.isawaitable(out) for out in outputs):
+            asyncio.get_running_loop().create_task(self._finish_async(info, outputs))
+        else:
+            self._auto_resume(info, outputs)
+        return True
+
+    async def _finish_async(self, info: PauseInfo, outputs: list[Any]) -> None:
+        try:
+            done = [await out if inspect.isawaitable(out) else out for out in outputs]
+        except Exception:
+            log.exception("tool_handler.failed", node=info.node_name)
+            return
+        self._auto_resume(info, done)
+
+    def _auto_resume(self, info: PauseInfo, outputs: list[Any]) -> None:
+        # Pause / PauseAndAcknowledge handlers run for their side effects only: sending their
+        # return values would be refused (3016).
+        batch = (
+            [
+                ToolResult(call.call_id, out)
+                for call, out in zip(info.pending_calls, outputs, strict=True)
+            ]
+            if info.awaits_results
+            else []
+        )
+        self.kept_batch = batch
+        try:
+            self.retry()
+        except Exception as error:
+            log.warning("tool_batch.resume_refused", node=info.node_name, error=str(error))
+
+    def retry(self) -> None:
+        """Resume with the kept batch (raises the host-facing error if refused; keeps it)."""
+        assert self.core is not None
+        if self.kept_batch is None:
+            raise RuntimeError("no paused tool batch is kept; nothing to retry")
+        try:
+            self.core.resume("", self.kept_batch)
+        except Rejection as rejection:
+            raise rejected("retry_paused_tool_batch", self.core.agent_id, rejection) from None
+        self.kept_batch = None

@@ -11,18 +11,50 @@ from .engine.backends.base import GenerationRequest, ModelBackend
 from .engine.backends.mock import MockModel
 from .engine.core import EngineSettings
 from .engine.graph import GraphDescription
-from .engine.params import CannedResponseParams, GenerateParams, PauseParams
+from .engine.params import (
+    CannedResponseParams,
+    GenerateParams,
+    PauseParams,
+    ToolCallDisposition,
+    ToolCallMode,
+    ToolCallParams,
+    ToolDefinition,
+    ToolParamDefinition,
+)
 from .host.sync import Engine
+
+#: What the game answers to check_stock.
+INVENTORY = {"sword": "3 steel swords at 40 gold", "shield": "1 oak shield at 25 gold"}
 
 #: How long the shopkeeper waits for the game at the offer before shrugging.
 OFFER_TIMEOUT_MS = 1500
 
 
+#: The tool the shopkeeper uses to ask the game what is in stock.
+CHECK_STOCK = ToolDefinition(
+    name="check_stock",
+    description="Look up how many of an item the shop has, and its price.",
+    parameters=[ToolParamDefinition("item", "string", "The item, e.g. 'sword'.")],
+)
+
+
 def shop_graph(model_name: str) -> GraphDescription:
-    """The shopkeeper's graph: listen ⏸ → answer → offer ⏸ (timeout) → confirm | decline | shrug."""
+    """listen ⏸ → stock (ToolCall, AwaitResult ⏸) → answer → offer ⏸ (timeout) → confirm |
+    decline | shrug."""
     return (
         GraphDescription()
-        .add_node("listen", PauseParams(default_exit="answer"))
+        .add_node("listen", PauseParams(default_exit="stock"))
+        .add_node(
+            "stock",
+            ToolCallParams(
+                tools=[CHECK_STOCK],
+                disposition=ToolCallDisposition.AwaitResult,
+                mode=ToolCallMode.DetectOnly,
+                system_prompt="Call check_stock when the customer asks about an item.",
+                tool_called_exit="answer",
+                no_tool_called_exit="answer",
+            ),
+        )
         .add_node(
             "answer",
             GenerateParams(
@@ -45,9 +77,16 @@ def shop_graph(model_name: str) -> GraphDescription:
 
 
 def _scripted_shopkeeper(request: GenerationRequest) -> str:
+    last_user = next(m["content"] for m in reversed(request.messages) if m["role"] == "user")
+    if request.tools:  # the ToolCall node: ask the game about the item the player named
+        item = "shield" if "shield" in last_user else "sword"
+        return (
+            f'<tool_call>{{"name": "check_stock", "arguments": {{"item": "{item}"}}}}</tool_call>'
+        )
     system = request.messages[0]["content"] if request.messages[0]["role"] == "system" else ""
     mood = "Welcome back, friend!" if "trusted" in system else "Hm. Strangers pay double."
-    return f"{mood} A fine steel sword is 40 gold."
+    stock = next((m["content"] for m in reversed(request.messages) if m["role"] == "tool"), "")
+    return f"{mood} The ledger says: {stock}."
 
 
 def demo_model() -> ModelBackend:
@@ -78,6 +117,13 @@ def run_demo(say: Callable[[str], None]) -> None:
         agent.change_params("answer", params)
         step = agent.resume()
         assert step.pause is not None
+        (call,) = step.pause.pending_calls
+        say(
+            f"  game: paused at '{step.pause.node_name}': the NPC calls {call.tool_name}"
+            f"({call.arguments_json}) as {call.call_id}; the game answers from its inventory"
+        )
+        step = agent.resume(tool_results=[(call.call_id, INVENTORY[call.arguments["item"]])])
+        assert step.pause is not None
         say(
             f"  game: paused at '{step.pause.node_name}' (would go '{step.pause.pending_exit}'"
             f" -> '{step.pause.pending_target}'); the player walks away, jump to 'decline'"
@@ -91,6 +137,8 @@ def run_demo(say: Callable[[str], None]) -> None:
             f"Turn 2 — player: 'And a shield?' (the game ignores the offer; it times out after "
             f"{OFFER_TIMEOUT_MS} ms)"
         )
+        agent.register_tool("check_stock", lambda call: INVENTORY[call.arguments["item"]])
+        say("  game: registers a check_stock handler, so the tool pause resumes by itself")
         step = agent.send_message("And a shield?")
         step = agent.resume()
         assert step.pause is not None

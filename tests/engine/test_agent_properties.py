@@ -517,7 +517,9 @@ class AgentMachine(RuleBasedStateMachine):
         am, agent = self.model[who], self.agents[who]
         payload: Any = copy.deepcopy(fields)
         if as_object:
-            base = am.params.get(node, tl.CannedResponseParams(lines=["x"]))
+            base = am.params.get(node) or (
+                tl.GenerateParams() if "system_prompt" in fields else tl.CannedResponseParams()
+            )
             payload = copy.deepcopy(base)
             for key, value in copy.deepcopy(fields).items():
                 setattr(payload, key, value)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 import turnloom as tl
@@ -190,3 +193,33 @@ def test_backend_failure_is_4001_and_the_agent_stays_usable(
     assert result.error_code == Code.InferenceFailed
     assert "GPU on fire" in result.error_message and "'gen'" in result.error_message
     assert agent.send_message("hi").result.text == "fine again"  # type: ignore[union-attr]
+
+
+class StallingModel(tl.MockModel):
+    """Hangs on the message 'stall' until cancelled, like a model stuck on a huge prompt."""
+
+    stalled = threading.Event()
+
+    async def generate(self, request, on_delta=None):  # type: ignore[no-untyped-def]
+        if request.messages[-1]["content"] == "stall":
+            self.stalled.set()
+            await asyncio.Event().wait()
+        return await super().generate(request, on_delta)
+
+
+def test_generation_over_its_budget_is_4002_and_the_agent_stays_usable(
+    clock: tl.VirtualClock,
+) -> None:
+    with tl.Engine(StallingModel("mock"), clock=clock) as engine:
+        sampling = tl.SamplingParams(timeout_ms=2000)
+        agent = engine.create_agent(graph_of(("gen", tl.GenerateParams(sampling=sampling))))
+        agent.send_message_async("stall")
+        assert StallingModel.stalled.wait(5)
+        clock.advance(1.9)
+        assert agent.wait_async().done() is False
+        clock.advance(0.1)
+        result = agent.wait_complete(timeout=5)
+        assert result is not None and result.status == tl.TurnStatus.ERROR
+        assert result.error_code == Code.InferenceTimeout and "2000 ms" in result.error_message
+        assert agent.send_message("fast").result.text == "You said: fast"  # type: ignore[union-attr]
+        assert clock.pending() == 0

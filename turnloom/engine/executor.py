@@ -17,6 +17,7 @@ import structlog
 
 from ..states import IllegalTransition, Trigger, TurnState, fire
 from .backends.base import ModelBackend
+from .clock import Clock
 from .exchanges import result_message, timeout_result
 from .nodes import RUNNERS, NodeOutcome
 from .params import NodeParams
@@ -49,10 +50,11 @@ _STATUS_OF_STATE = {
 class _NodeContext:
     """The turn as one node execution sees it (implements `nodes.NodeContext`)."""
 
-    __slots__ = ("agent", "node_name", "turn")
+    __slots__ = ("agent", "agent_id", "node_name", "turn")
 
     def __init__(self, agent: AgentCore, turn: Turn, node_name: str) -> None:
         self.agent = agent
+        self.agent_id = agent.agent_id
         self.turn = turn
         self.node_name = node_name
 
@@ -63,6 +65,10 @@ class _NodeContext:
     @property
     def interaction(self) -> Interaction:
         return self.turn.interaction
+
+    @property
+    def clock(self) -> Clock:
+        return self.agent.engine.clock
 
     @property
     def rng(self) -> random.Random:

@@ -90,6 +90,7 @@ class SamplingParams:
     repeat_penalty: float = param(1.1, min=0.0, max=10.0)
     max_tokens: int = param(256, min=1, max=32768)
     seed: int = param(-1, min=-1, doc="-1 = random")
+    timeout_ms: int = param(0, min=0, doc="time budget of one generation; 0 = none (4002)")
 
 
 @dataclass(slots=True)

@@ -22,6 +22,9 @@ class GenerationRequest:
     messages: list[ChatMessage]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     tools: list[dict[str, Any]] | None = None
+    #: The agent asking: a backend with several instances keeps an agent on one of them, so
+    #: the model's prompt cache (prefix reuse) survives from turn to turn.
+    agent_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)

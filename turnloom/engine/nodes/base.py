@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..backends.base import ModelBackend
+from ..backends.base import GenerationRequest, GenerationResult, ModelBackend
+from ..clock import Clock
 from ..params import NodeParams
 from ..projection import Interaction
-from ..results import ToolCallEvent
+from ..results import InferenceTimeout, ToolCallEvent
 
 
 @dataclass(slots=True)
@@ -31,6 +33,12 @@ class NodeContext(Protocol):
     """The turn as a node sees it."""
 
     node_name: str
+    agent_id: int
+
+    @property
+    def clock(self) -> Clock:
+        """The engine's clock (budgets and deadlines are measured on it)."""
+        ...
 
     @property
     def dialog(self) -> Sequence[Interaction]:
@@ -78,6 +86,39 @@ class NodeContext(Protocol):
     def node_state(self) -> dict[str, Any]:
         """Per-agent scratch state of this node (survives across turns)."""
         ...
+
+
+async def generate_within_budget(
+    ctx: NodeContext,
+    backend: ModelBackend,
+    request: GenerationRequest,
+    on_delta: Callable[[str], None] | None = None,
+) -> GenerationResult:
+    """Run one generation; past `sampling.timeout_ms` on the engine clock, end it with
+    `InferenceTimeout` (4002)."""
+    budget_ms = request.sampling.timeout_ms
+    if not budget_ms:
+        return await backend.generate(request, on_delta)
+    generation = asyncio.ensure_future(backend.generate(request, on_delta))
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        generation.cancel()
+
+    timer = ctx.clock.call_at(ctx.clock.now() + budget_ms / 1000, expire)
+    try:
+        return await generation
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if expired and (current is None or not current.cancelling()):
+            raise InferenceTimeout(
+                f"model '{backend.name}' did not finish within its {budget_ms} ms budget"
+            ) from None
+        raise
+    finally:
+        timer.cancel()
 
 
 #: A node executor: runs one node and says how it exits.

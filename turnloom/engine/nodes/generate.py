@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..backends.base import GenerationRequest
 from ..params import GenerateParams
 from ..projection import project_chat, render_prompt
-from .base import NodeContext, NodeOutcome
+from .base import NodeContext, NodeOutcome, generate_within_budget
 
 
 async def run_generate(ctx: NodeContext, params: GenerateParams) -> NodeOutcome:
@@ -20,8 +20,11 @@ async def run_generate(ctx: NodeContext, params: GenerateParams) -> NodeOutcome:
     )
     backend = ctx.backend(params)
     ctx.begin_reply()
-    result = await backend.generate(
-        GenerationRequest(messages, params.sampling), ctx.emit_text if params.stream else None
+    result = await generate_within_budget(
+        ctx,
+        backend,
+        GenerationRequest(messages, params.sampling, agent_id=ctx.agent_id),
+        ctx.emit_text if params.stream else None,
     )
     if not params.stream:
         ctx.emit_text(result.text)

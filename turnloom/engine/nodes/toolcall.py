@@ -12,7 +12,7 @@ from ..params import Placement, ToolCallDisposition, ToolCallMode, ToolCallParam
 from ..projection import project_chat
 from ..results import ToolCallEvent
 from ..tool_parsing import arguments_as_strings, coerce_arguments, parse_tool_calls
-from .base import NodeContext, NodeOutcome
+from .base import NodeContext, NodeOutcome, generate_within_budget
 
 
 async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome:
@@ -26,7 +26,9 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
     )
     backend = ctx.backend(params)
     tools = [tool.json_schema() for tool in params.tools]
-    generated = await backend.generate(GenerationRequest(messages, params.sampling, tools))
+    generated = await generate_within_budget(
+        ctx, backend, GenerationRequest(messages, params.sampling, tools, agent_id=ctx.agent_id)
+    )
     ctx.add_tokens(generated.tokens)
     parsed = parse_tool_calls(generated.text, backend.tool_call_family())
 

@@ -113,3 +113,19 @@ def test_graph_diagram_marks_pausing_nodes_and_exits() -> None:
     assert "class gate pausing" in mermaid and "class say pausing" not in mermaid
     dot = draw_graph(g, "dot")
     assert 'gate -> say [label="default (paused)" style=dashed]' in dot
+
+
+@pytest.mark.embedded_only  # compares the engine's compiled graphs
+def test_agents_from_an_unchanged_description_share_one_compiled_graph(engine: tl.Engine) -> None:
+    g = graph_of(("say", tl.CannedResponseParams(lines=["v1"])))
+    a, b = engine.create_agent(g), engine.create_agent(g)
+    assert a._agent._core.graph is b._agent._core.graph  # type: ignore[attr-defined]
+    g.nodes[0][1].lines[0] = "v2"  # edited in place after creation: recompiled, not reused
+    c = engine.create_agent(g)
+    assert c._agent._core.graph is not a._agent._core.graph  # type: ignore[attr-defined]
+    assert a.send_message("x").result.text == "v1"  # type: ignore[union-attr]
+    assert c.send_message("x").result.text == "v2"  # type: ignore[union-attr]
+    g.nodes[0][1].lines = []  # now invalid: rejected although an earlier version compiled
+    with pytest.raises(tl.TurnloomError) as info:
+        engine.create_agent(g)
+    assert info.value.code == Code.InvalidParamValue

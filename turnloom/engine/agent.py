@@ -38,6 +38,7 @@ class AgentCore:
     """The engine-side agent. Hosts reach it through `turnloom.Engine` or the wire server."""
 
     __slots__ = (
+        "_rng",
         "agent_id",
         "call_seq",
         "destroyed",
@@ -50,7 +51,6 @@ class AgentCore:
         "max_steps",
         "node_state",
         "params",
-        "rng",
         "turn",
     )
 
@@ -77,8 +77,18 @@ class AgentCore:
         self.last_result: TurnResult | None = None
         self.destroyed = False
         self.node_state: dict[str, dict[str, Any]] = {}
-        self.rng = random.Random(agent_id)
+        self._rng: random.Random | None = None
         self.call_seq = 0
+
+    @property
+    def rng(self) -> random.Random:
+        """The agent's random source, seeded by its id so runs repeat.
+
+        Made on first use: a `Random` is ~2.5 KiB and most agents never need one.
+        """
+        if self._rng is None:
+            self._rng = random.Random(self.agent_id)
+        return self._rng
 
     # --- events out --------------------------------------------------------------------------
 

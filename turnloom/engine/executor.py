@@ -203,6 +203,7 @@ def _pause(
             engine.clock.call_at(now + stall_ms / 1000, _on_stall, agent, turn, turn.pause_seq)
         )
     turn.timers = tuple(timers)
+    turn.task = None  # this walk ends here; a parked turn holds no task
     log.debug(
         "turn.paused",
         agent_id=agent.agent_id,

@@ -20,6 +20,11 @@ class GraphDescription:
         self.nodes: list[tuple[str, NodeParams]] = []
         self.start_node: str = ""
         self.default_model_name: str = ""
+        # The last compilation and the description it was made from (see `compile_graph`).
+        self._compiled: tuple[CompiledGraph, tuple[object, ...]] | None = None
+
+    def _snapshot(self) -> tuple[object, ...]:
+        return (self.nodes, self.start_node, self.default_model_name)
 
     def add_node(self, name: str, params: NodeParams) -> GraphDescription:
         """Add a node; its type is the type of `params`."""
@@ -64,7 +69,32 @@ ModelCheck = Callable[[str, str, NodeParams], str | None]
 
 
 def compile_graph(graph: GraphDescription, check_model: ModelCheck) -> CompiledGraph:
-    """Validate `graph` and freeze a private copy of it; raise 3003/3007/3008 rejections."""
+    """Validate `graph` and freeze a private copy of it; raise 3003/3007/3008 rejections.
+
+    Agents made from an unchanged description share one compiled graph: comparing the params
+    with the last compiled copy is much cheaper than copying and validating them again.
+    """
+    cached = graph._compiled
+    if cached is not None and cached[1] == graph._snapshot():
+        compiled = cached[0]
+    else:
+        compiled = _compile(graph)
+        graph._compiled = (compiled, copy.deepcopy(graph._snapshot()))
+    for name, params in compiled.nodes.items():
+        if not params.uses_model:
+            continue
+        model = compiled.model_for(params)
+        if not model:
+            raise GraphCompilationFailed(
+                f"node '{name}': field 'model_name' is empty and the graph has no default model"
+            )
+        err = check_model(name, model, params)
+        if err:
+            raise GraphCompilationFailed(f"node '{name}': {err}")
+    return compiled
+
+
+def _compile(graph: GraphDescription) -> CompiledGraph:
     if not graph.nodes:
         raise GraphCompilationFailed("graph has no nodes")
     nodes: dict[str, NodeParams] = {}
@@ -92,16 +122,4 @@ def compile_graph(graph: GraphDescription, check_model: ModelCheck) -> CompiledG
                     f"node '{name}': field '{route}_exit' names '{target}', "
                     "which is not in the graph"
                 )
-    compiled = CompiledGraph(nodes, graph.start_node, graph.default_model_name)
-    for name, params in nodes.items():
-        if not params.uses_model:
-            continue
-        model = compiled.model_for(params)
-        if not model:
-            raise GraphCompilationFailed(
-                f"node '{name}': field 'model_name' is empty and the graph has no default model"
-            )
-        err = check_model(name, model, params)
-        if err:
-            raise GraphCompilationFailed(f"node '{name}': {err}")
-    return compiled
+    return CompiledGraph(nodes, graph.start_node, graph.default_model_name)

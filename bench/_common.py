@@ -43,8 +43,9 @@ def logged_summary() -> str:
     """One line on the warnings/errors the engine logged (there should be none)."""
     if not LOGGED:
         return "engine log: no warnings or errors (good: the normal path was measured)"
-    return ("engine log: WARNINGS/ERRORS were logged, figures are suspect: "
-            + ", ".join(f"{k} x{v}" for k, v in LOGGED.most_common()))
+    return "engine log: WARNINGS/ERRORS were logged, figures are suspect: " + ", ".join(
+        f"{k} x{v}" for k, v in LOGGED.most_common()
+    )
 
 
 def pause_then_canned(pause_timeout_ms: int = 0):  # -> turnloom.GraphDescription
@@ -94,18 +95,10 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
 
     def line(row: Sequence[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
-        )
+        pairs = enumerate(zip(row, widths, strict=True))
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs)
 
     print(line(cells[0]))
     print("  ".join("-" * w for w in widths))
     for row in cells[1:]:
         print(line(row))
-
-
-def ensure_importable() -> None:
-    """Let `python bench/x.py` find the package and `bench` when run from anywhere."""
-    root = str(REPO_ROOT)
-    if root not in sys.path:
-        sys.path.insert(0, root)

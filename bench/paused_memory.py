@@ -4,11 +4,13 @@
 message and pauses at "gate", then every one is resumed to completion. Stall warnings are off
 (``EngineSettings(pause_stall_warn_ms=0)``), so in the first configuration a paused turn holds no
 timer; the second gives the Pause node a ``pause_timeout_ms`` (10 min, never reached here) so
-every paused turn also holds one loop timer (``loop.call_at`` handle + heap entry).
+every paused turn also holds one loop timer (``loop.call_at`` handle + heap entry); it runs
+``--timer-count`` turns (default 50 000, to stay inside the time budget).
 
 Each configuration runs in a fresh child process, twice: once plain with all ``--count`` turns
-(times and RSS, so the times carry no tracing overhead) and once under ``tracemalloc`` with
-``--traced-count`` turns (default 10 000: tracing slows the engine ~10x, and bytes per turn do
+(times and RSS, so the times carry no tracing overhead; these runs go one at a time) and once
+under ``tracemalloc`` (these run side by side, as they report no times) with
+``--traced-count`` turns (default 3 000: tracing slows the engine ~10x, and bytes per turn do
 not depend on the count) for Python-level bytes and the top allocation sites. The host keeps
 only its agent handles, not the returned steps. Memory figures are given three ways:
 
@@ -38,9 +40,9 @@ if __package__ in (None, ""):  # run as `python bench/paused_memory.py`
 from bench._common import (
     LOGGED,
     REPO_ROOT,
+    logged_summary,
     pause_then_canned,
     peak_rss_bytes,
-    logged_summary,
     print_table,
     quiet_logging,
     rss_bytes,
@@ -59,13 +61,14 @@ async def _child(count: int, timeout_ms: int, traced: bool) -> dict[str, object]
 
     import turnloom as tl
 
+    _cache_sources()
+
     def measure() -> int:
         gc.collect()
         return tracemalloc.get_traced_memory()[0] if traced else rss_bytes()
 
     out: dict[str, object] = {}
-    engine = tl.AsyncEngine(tl.MockModel("mock"),
-                            settings=tl.EngineSettings(pause_stall_warn_ms=0))
+    engine = tl.AsyncEngine(tl.MockModel("mock"), settings=tl.EngineSettings(pause_stall_warn_ms=0))
     async with engine:
         graph = pause_then_canned(timeout_ms)
         # Warm every code path once (and drop it) so lazily created module state is not counted.
@@ -110,22 +113,45 @@ async def _child(count: int, timeout_ms: int, traced: bool) -> dict[str, object]
         done = sum(1 for r in results if r is not None and r.status is tl.TurnStatus.SUCCESS)
         assert done == count, f"{done} of {count} turns completed"
         out["timers_left"] = len(loop._scheduled) - timers_before  # type: ignore[attr-defined]
-    out.update(count=count, before=m0, agents=m1, paused_mem=m2, peak_rss=peak_rss_bytes(),
-               logged=dict(LOGGED))
+    out.update(
+        count=count,
+        before=m0,
+        agents=m1,
+        paused_mem=m2,
+        peak_rss=peak_rss_bytes(),
+        logged=dict(LOGGED),
+    )
     return out
 
 
+def _cache_sources() -> None:
+    """Read the engine's sources now, so the sites shown match the code that ran.
+
+    (The package may be edited while the benchmark runs; linecache keeps what it read first.)
+    """
+    import linecache
+
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and name.split(".")[0] in ("turnloom", "asyncio", "random", "copy", "_weakrefset"):
+            linecache.getline(path, 1)
+
+
 def _top(stats: list, count: int, limit: int = 12) -> list[tuple[str, float, float]]:
-    """(site, bytes per turn, objects per turn) for the largest allocation sites."""
+    """(site and its source line, bytes per turn, objects per turn) for the largest sites."""
+    import linecache
+
     rows = []
     for stat in sorted(stats, key=lambda s: -s.size_diff)[:limit]:
         frame = stat.traceback[0]
+        source = linecache.getline(frame.filename, frame.lineno).strip()[:70]
         path = frame.filename
         for marker in ("site-packages/", "/lib/python3"):
             if marker in path:
                 path = path.split(marker, 1)[1]
         path = path.replace(str(REPO_ROOT) + "/", "")
-        rows.append((f"{path}:{frame.lineno}", stat.size_diff / count, stat.count_diff / count))
+        site = f"{path}:{frame.lineno}".ljust(36) + (f"  {source}" if source else "")
+        rows.append((site, stat.size_diff / count, stat.count_diff / count))
     return rows
 
 
@@ -136,22 +162,32 @@ def _child_main(argv: list[str]) -> None:
         import tracemalloc
 
         tracemalloc.start(1)
-    print(json.dumps(asyncio.run(_child(count, timeout_ms, traced))))
+    result = asyncio.run(_child(count, timeout_ms, traced))
+    print(json.dumps(result), flush=True)
+    sys.stderr.flush()
+    os._exit(0)  # skip freeing ~1M objects one by one at exit: it is not what we measure
 
 
 # --- parent: run the children and print -------------------------------------------------------
 
 
-def _run_child(count: int, timeout_ms: int, traced: bool) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.paused_memory", "--child", str(count), str(timeout_ms),
-         "traced" if traced else "plain"],
-        cwd=REPO_ROOT, capture_output=True, text=True, check=False,
+def _start_child(count: int, timeout_ms: int, traced: bool) -> subprocess.Popen[str]:
+    mode = "traced" if traced else "plain"
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.paused_memory", "--child", str(count), str(timeout_ms), mode],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+
+
+def _result(proc: subprocess.Popen[str]) -> dict:
+    out, err = proc.communicate()
     if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
+        sys.stderr.write(err)
         raise SystemExit(f"child failed ({proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -162,67 +198,110 @@ def main(argv: list[str] | None = None) -> None:
         return
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--count", type=int, default=100_000, help="paused turns (and agents)")
-    parser.add_argument("--traced-count", type=int, default=10_000,
-                        help="agents in the tracemalloc runs (tracing slows the engine ~10x; "
-                        "bytes per turn do not depend on the count)")
-    parser.add_argument("--no-timer-config", action="store_true",
-                        help="skip the pause_timeout_ms configuration")
+    parser.add_argument(
+        "--traced-count",
+        type=int,
+        default=3_000,
+        help="agents in the tracemalloc runs (tracing slows the engine ~10x; "
+        "bytes per turn do not depend on the count)",
+    )
+    parser.add_argument(
+        "--timer-count",
+        type=int,
+        default=50_000,
+        help="paused turns in the pause_timeout_ms configuration (0 = skip it); per-turn figures "
+        "do not depend on the count, and the full count would double the run time",
+    )
     args = parser.parse_args(argv)
     count = args.count
     traced_count = min(args.traced_count, count)
     started = time.perf_counter()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f}; "
-          f"{count:,} agents, each with one turn paused at a Pause node, stall warnings off.")
-    configs = [("no timer (pause_timeout_ms=0)", 0)]
-    if not args.no_timer_config:
-        configs.append((f"1 timer each (pause_timeout_ms={TIMEOUT_MS})", TIMEOUT_MS))
+    print(
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f}; "
+        f"{count:,} agents, each with one turn paused at a Pause node, stall warnings off."
+    )
+    configs = [("no timer (pause_timeout_ms=0)", 0, count)]
+    if args.timer_count > 0:
+        timer_label = f"1 timer each (pause_timeout_ms={TIMEOUT_MS})"
+        configs.append((timer_label, TIMEOUT_MS, min(args.timer_count, count)))
 
-    results = []
-    for label, timeout_ms in configs:
-        plain = _run_child(count, timeout_ms, traced=False)
-        traced = _run_child(traced_count, timeout_ms, traced=True)
-        results.append((label, plain, traced))
+    # The traced runs report no times, so they run side by side; the plain (timed) runs then run
+    # one at a time with nothing else of ours competing for the CPU.
+    traced_procs = [_start_child(min(traced_count, n), t, traced=True) for _, t, n in configs]
+    traced_results = [_result(p) for p in traced_procs]
+    plain_results = [_result(_start_child(n, t, traced=False)) for _, t, n in configs]
+    results = [
+        (label, plain, traced)
+        for (label, _, _), plain, traced in zip(configs, plain_results, traced_results, strict=True)
+    ]
 
     def per(r: dict, hi: str, lo: str) -> float:
         return (r[hi] - r[lo]) / r["count"]
 
-    print(f"\nMemory, bytes per paused turn: RSS delta over {count:,} paused turns, tracemalloc "
-          f"over {traced_count:,} (same engine, separate processes):")
+    print("\nMemory, bytes per paused turn (each row a separate process):")
     print_table(
-        ["configuration", "measure", "turn+agent", "agent alone", "turn on top", "<= 4 KiB?"],
+        ["configuration", "measure", "turns", "turn+agent", "agent alone", "turn on top", "<= 4K?"],
         [
-            [label, name, f"{per(r, 'paused_mem', 'before'):,.0f}",
-             f"{per(r, 'agents', 'before'):,.0f}", f"{per(r, 'paused_mem', 'agents'):,.0f}",
-             "yes" if per(r, "paused_mem", "before") <= TARGET_BYTES else "NO"]
+            [
+                label,
+                name,
+                f"{r['count']:,}",
+                f"{per(r, 'paused_mem', 'before'):,.0f}",
+                f"{per(r, 'agents', 'before'):,.0f}",
+                f"{per(r, 'paused_mem', 'agents'):,.0f}",
+                "yes" if per(r, "paused_mem", "before") <= TARGET_BYTES else "NO",
+            ]
             for label, plain, traced in results
             for name, r in (("tracemalloc", traced), ("RSS delta", plain))
         ],
     )
     print("\nTimes (plain run, no tracing; sequential awaits on one loop):")
     print_table(
-        ["configuration", "create agents s", "pause all s", "us/pause", "resume all s",
-         "us/resume", "loop timers while paused", "timers left", "peak RSS MiB"],
         [
-            [label, f"{p['create_s']:.2f}", f"{p['pause_s']:.2f}",
-             f"{p['pause_s'] / count * 1e6:.1f}", f"{p['resume_s']:.2f}",
-             f"{p['resume_s'] / count * 1e6:.1f}", f"{p['timers']:,}", f"{p['timers_left']:,}",
-             f"{p['peak_rss'] / 2**20:,.0f}"]
+            "configuration",
+            "turns",
+            "create agents s",
+            "pause all s",
+            "us/pause",
+            "resume all s",
+            "us/resume",
+            "loop timers while paused",
+            "timers left",
+            "peak RSS MiB",
+        ],
+        [
+            [
+                label,
+                f"{p['count']:,}",
+                f"{p['create_s']:.2f}",
+                f"{p['pause_s']:.2f}",
+                f"{p['pause_s'] / p['count'] * 1e6:.1f}",
+                f"{p['resume_s']:.2f}",
+                f"{p['resume_s'] / p['count'] * 1e6:.1f}",
+                f"{p['timers']:,}",
+                f"{p['timers_left']:,}",
+                f"{p['peak_rss'] / 2**20:,.0f}",
+            ]
             for label, p, _ in results
         ],
     )
     for label, _, traced in results:
         print(f"\nTop allocation sites, {label} (tracemalloc, bytes and objects per agent/turn):")
-        for title, key in (("idle agent", "top_agent"), ("paused turn on top of its agent",
-                                                         "top_turn")):
+        for title, key in (
+            ("idle agent", "top_agent"),
+            ("paused turn on top of its agent", "top_turn"),
+        ):
             print(f"  {title}:")
             for site, size, objects in traced[key]:
                 print(f"    {size:8.1f} B  {objects:5.2f} obj  {site}")
     worst = max(per(t, "paused_mem", "before") for _, _, t in results)
     worst_rss = max(per(p, "paused_mem", "before") for _, p, _ in results)
-    print(f"\nworst per paused turn incl. agent: {worst:,.0f} B tracemalloc, "
-          f"{worst_rss:,.0f} B RSS; target <= {TARGET_BYTES:,} B: "
-          f"{'met' if max(worst, worst_rss) <= TARGET_BYTES else 'MISSED'}")
+    print(
+        f"\nworst per paused turn incl. agent: {worst:,.0f} B tracemalloc, "
+        f"{worst_rss:,.0f} B RSS; target <= {TARGET_BYTES:,} B: "
+        f"{'met' if max(worst, worst_rss) <= TARGET_BYTES else 'MISSED'}"
+    )
     for _, plain, traced in results:
         LOGGED.update(plain["logged"])
         LOGGED.update(traced["logged"])

@@ -14,7 +14,7 @@ Variants, all sequential (one turn at a time, like a host driving one agent afte
   thread_id, ``invoke`` runs to the interrupt, ``invoke(Command(resume=...))`` completes.
   Measured with ``invoke`` and ``ainvoke``; the faster one is the baseline of the ratios.
 
-Each variant is warmed up, then timed in ``--repeat`` rounds (default 3) that interleave the
+Each variant is warmed up, then timed in ``--repeat`` rounds (default 5) that interleave the
 variants, so background load on a shared machine hits every variant alike; the best round is
 shown, with the median beside it. Per-run setup (engine, agents, compiled graph) is untimed,
 except in the "fresh agent per turn" variant where creating the agent is part of the turn.
@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as `python bench/turns.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -69,7 +70,9 @@ class Figure:
 # --- turnloom ----------------------------------------------------------------------------------
 
 
-async def _turnloom_reused(graph_factory: Callable[[], object], turns: int) -> float:
+async def _turnloom_reused(
+    graph_factory: Callable[[], object], turns: int, profiler: Any = None
+) -> float:
     """Time `turns` sequential turns over AGENTS agents created (untimed) for this run."""
     import turnloom as tl
 
@@ -82,12 +85,16 @@ async def _turnloom_reused(graph_factory: Callable[[], object], turns: int) -> f
         assert step.result is not None and step.result.status is tl.TurnStatus.SUCCESS, step
         model.requests.clear()
         gc.collect()
+        if profiler is not None:
+            profiler.enable()
         t0 = time.perf_counter()
         for i in range(turns):
             agent = agents[i % AGENTS]
             await agent.send_message("hi")
             await agent.resume()
         seconds = time.perf_counter() - t0
+        if profiler is not None:
+            profiler.disable()
         last = agents[(turns - 1) % AGENTS].last_result
         assert last is not None and last.status is tl.TurnStatus.SUCCESS and last.text, last
     return seconds
@@ -130,8 +137,13 @@ def _machine_per_turn(turns: int) -> float:
     t0 = time.perf_counter()
     for _ in range(turns):
         turn = _TurnObj()
-        Machine(model=turn, states=STATE_NAMES, transitions=specs, initial="idle",
-                auto_transitions=False)
+        Machine(
+            model=turn,
+            states=STATE_NAMES,
+            transitions=specs,
+            initial="idle",
+            auto_transitions=False,
+        )
         turn.start()
         turn.pause()
         turn.resume()
@@ -243,24 +255,55 @@ class Variant:
 
 def _variants(n: Callable[[int], int]) -> list[Variant]:
     return [
-        Variant("turnloom", f"turnloom AsyncEngine, Pause->CannedResponse ({AGENTS} agents reused)",
-                n(10_000), n(1_000),
-                lambda t: asyncio.run(_turnloom_reused(pause_then_canned, t))),
-        Variant("turnloom_gen",
-                f"turnloom AsyncEngine, Pause->Generate(mock) ({AGENTS} agents reused)",
-                n(4_000), n(500),
-                lambda t: asyncio.run(_turnloom_reused(pause_then_generate, t))),
-        Variant("turnloom_fresh",
-                "turnloom AsyncEngine, Pause->CannedResponse (fresh agent per turn)",
-                n(4_000), n(500), lambda t: asyncio.run(_turnloom_fresh(t))),
-        Variant("machine", "(a) transitions.Machine built per turn, 5 events",
-                n(5_000), n(500), _machine_per_turn),
-        Variant("shared", "(a') turnloom's shared Machine (states.fire), 5 events",
-                n(40_000), n(2_000), _shared_machine),
-        Variant("lg_sync", "(b) LangGraph invoke, InMemorySaver, new thread/turn",
-                n(400), n(50), _langgraph_sync),
-        Variant("lg_async", "(b) LangGraph ainvoke, InMemorySaver, new thread/turn",
-                n(400), n(50), lambda t: asyncio.run(_langgraph_async(t))),
+        Variant(
+            "turnloom",
+            f"turnloom AsyncEngine, Pause->CannedResponse ({AGENTS} agents reused)",
+            n(6_000),
+            n(1_000),
+            lambda t: asyncio.run(_turnloom_reused(pause_then_canned, t)),
+        ),
+        Variant(
+            "turnloom_gen",
+            f"turnloom AsyncEngine, Pause->Generate(mock) ({AGENTS} agents reused)",
+            n(3_000),
+            n(500),
+            lambda t: asyncio.run(_turnloom_reused(pause_then_generate, t)),
+        ),
+        Variant(
+            "turnloom_fresh",
+            "turnloom AsyncEngine, Pause->CannedResponse (fresh agent per turn)",
+            n(3_000),
+            n(500),
+            lambda t: asyncio.run(_turnloom_fresh(t)),
+        ),
+        Variant(
+            "machine",
+            "(a) transitions.Machine built per turn, 5 events",
+            n(3_000),
+            n(500),
+            _machine_per_turn,
+        ),
+        Variant(
+            "shared",
+            "(a') turnloom's shared Machine (states.fire), 5 events",
+            n(20_000),
+            n(2_000),
+            _shared_machine,
+        ),
+        Variant(
+            "lg_sync",
+            "(b) LangGraph invoke, InMemorySaver, new thread/turn",
+            n(300),
+            n(50),
+            _langgraph_sync,
+        ),
+        Variant(
+            "lg_async",
+            "(b) LangGraph ainvoke, InMemorySaver, new thread/turn",
+            n(300),
+            n(50),
+            lambda t: asyncio.run(_langgraph_async(t)),
+        ),
     ]
 
 
@@ -270,12 +313,12 @@ def _profile(turns: int) -> None:
 
     asyncio.run(_turnloom_reused(pause_then_canned, max(turns // 10, 100)))  # warm up
     profiler = cProfile.Profile()
-    profiler.enable()
-    asyncio.run(_turnloom_reused(pause_then_canned, turns))
-    profiler.disable()
+    asyncio.run(_turnloom_reused(pause_then_canned, turns, profiler))
     stats = pstats.Stats(profiler)
-    print(f"\ncProfile of the turnloom (CannedResponse) variant, {turns} turns "
-          "(includes creating the engine and 100 agents, which is small):")
+    print(
+        f"\ncProfile of the turnloom (CannedResponse) variant, the timed loop of {turns} turns "
+        "(setup excluded):"
+    )
     for key in ("cumulative", "tottime"):
         print(f"\n--- top 15 by {key} ---")
         stats.sort_stats(key).print_stats(15)
@@ -285,10 +328,15 @@ def main(argv: list[str] | None = None) -> None:
     """Run every variant and print the table and the ratios."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every turn count")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="timed rounds; each round runs every variant once (best kept)")
-    parser.add_argument("--profile", action="store_true",
-                        help="also cProfile the turnloom CannedResponse variant")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        help="timed rounds; each round runs every variant once (best kept)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also cProfile the turnloom CannedResponse variant"
+    )
     args = parser.parse_args(argv)
     quiet_logging()
 
@@ -297,10 +345,14 @@ def main(argv: list[str] | None = None) -> None:
 
     started = time.perf_counter()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f} at "
-          "start. One turn = 1 pause + 1 resume, turns run one after another.")
-    print(f"Each variant: one warm-up run, then {args.repeat} timed rounds interleaved with the "
-          "other variants (so background load hits all alike); the best round is shown.")
+    print(
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f} at "
+        "start. One turn = 1 pause + 1 resume, turns run one after another."
+    )
+    print(
+        f"Each variant: one warm-up run, then {args.repeat} timed rounds interleaved with the "
+        "other variants (so background load hits all alike); the best round is shown."
+    )
     variants = _variants(n)
     for v in variants:
         v.run(v.warmup)
@@ -314,8 +366,15 @@ def main(argv: list[str] | None = None) -> None:
     print_table(
         ["variant", "turns", "seconds", "turns/s", "us/turn", "median us/turn", "x LangGraph"],
         [
-            [f.name, f.turns, f"{f.seconds:.3f}", f"{f.per_s:,.0f}", f"{f.us:.1f}",
-             f"{v.median_us():.1f}", f"{f.per_s / lg.per_s:.1f}"]
+            [
+                f.name,
+                f.turns,
+                f"{f.seconds:.3f}",
+                f"{f.per_s:,.0f}",
+                f"{f.us:.1f}",
+                f"{v.median_us():.1f}",
+                f"{f.per_s / lg.per_s:.1f}",
+            ]
             for v, f in ((v, figures[v.key]) for v in variants)
         ],
     )
@@ -324,15 +383,26 @@ def main(argv: list[str] | None = None) -> None:
     ratio = tl.per_s / lg.per_s
     print()
     print(f"LangGraph baseline = the faster of invoke/ainvoke: {lg_api} ({lg.per_s:,.0f} turns/s)")
-    print(f"ratio turnloom/LangGraph (CannedResponse) : {ratio:.1f}x   "
-          f"(target >= 20x: {'met' if ratio >= 20 else 'MISSED'})")
+    print(
+        f"ratio turnloom/LangGraph (CannedResponse) : {ratio:.1f}x   "
+        f"(target >= 20x: {'met' if ratio >= 20 else 'MISSED'})"
+    )
     print(f"ratio turnloom/LangGraph (Generate, mock) : {gen.per_s / lg.per_s:.1f}x")
-    print(f"ratio turnloom/Machine-per-turn           : {tl.per_s / machine.per_s:.2f}x   "
-          "(a whole turnloom turn vs. only building a Machine and firing 5 events)")
-    print(f"per-turn Machine construction             : {machine.us - shared.us:.1f} us/turn "
-          f"(= {machine.us:.1f} per-turn Machine - {shared.us:.1f} shared Machine)")
+    print(
+        f"ratio turnloom/Machine-per-turn           : {tl.per_s / machine.per_s:.2f}x   "
+        "(a whole turnloom turn vs. only building a Machine and firing 5 events)"
+    )
+    print(
+        f"per-turn Machine construction             : {machine.us - shared.us:.1f} us/turn "
+        f"(= {machine.us:.1f} per-turn Machine - {shared.us:.1f} shared Machine)"
+    )
+    print(
+        f"share of a turnloom turn in its 5 events  : ~{shared.us / tl.us:.0%} "
+        f"({shared.us:.1f} of {tl.us:.1f} us, measured apart)"
+    )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\ntotal wall time {time.perf_counter() - started:.1f} s, load average {load:.2f} at end")
+    wall = time.perf_counter() - started
+    print(f"\ntotal wall time {wall:.1f} s, load average {load:.2f} at end")
     print(logged_summary())
     if args.profile:
         _profile(n(10_000))

@@ -80,18 +80,18 @@ _HERMES_TAG = re.compile(r"</?tool_call>")
 _MISTRAL_MARKER = "[TOOL_CALLS]"
 _PYTHON_TAG = "<|python_tag|>"
 _THINK_OPEN = "<think>"
-_THINK_CLOSE = "</think>"
+_THINK_TAG = re.compile(r"</?think>")
 
-# Bare JSON is only worth decoding where an object with a key starts: this keeps prose such as
-# "use {} here" or "{x}" out of the decoder and bounds the work on brace-heavy text.
-_BARE_CANDIDATE = re.compile(r'(?:\[\s*)?\{\s*"')
+# Bare JSON is only worth decoding where an object opens with a key: this keeps prose such as
+# "use {} here" or "{x}" away from the decoder, whose every failure costs a scan of the text.
+_BARE_CANDIDATE = re.compile(r'(?:\[\s*)?\{\s*"(?:[^"\\]|\\.)*"\s*:', re.DOTALL)
 # A bare object that fails to decode is reported as malformed only if it opened the way models
 # open a call; any other broken brace in prose is just prose.
 _CALLISH = re.compile(
     r'\{\s*"name"\s*:\s*"[^"\\]*"\s*,\s*"(?:arguments|parameters)"\s*:|\{\s*"arguments"\s*:'
 )
 _GLUE = re.compile(r"[\s;,]*")
-_FENCE_HEAD = re.compile(r"```[\w+-]*\s*")
+_FENCE_HEAD = re.compile(r"```[ \t]*[\w+-]*\s*")
 _FENCE_TAIL = re.compile(r"\s*(?:```|\Z)")
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
@@ -253,7 +253,7 @@ def _bare_units(seg: str) -> list[_Unit]:
         decoded = _decode_at(seg, start)
         if decoded is None:
             if _CALLISH.match(seg, start):
-                balanced = _balanced_end(seg, start)
+                balanced = _balanced_end(seg, start, len(seg))
                 # Unbalanced means truncated: swallow the rest rather than risk reading a nested
                 # object of the broken call as a call of its own.
                 end = len(seg) if balanced is None else balanced
@@ -285,24 +285,22 @@ _BARE: tuple[_Extractor, ...] = (_bare_units,)
 
 def _think_units(text: str) -> list[_Unit]:
     units: list[_Unit] = []
-    pos = 0
-    while True:
-        open_at = text.find(_THINK_OPEN, pos)
-        close_at = text.find(_THINK_CLOSE, pos)
-        if close_at != -1 and (open_at == -1 or close_at < open_at):
+    open_at: int | None = None
+    for tag in _THINK_TAG.finditer(text):
+        if tag.group() == _THINK_OPEN:
+            if open_at is None:
+                open_at = tag.start()
+        elif open_at is not None:
+            units.append(_Unit(open_at, tag.end(), ()))
+            open_at = None
+        else:
             # A closer with no opener: the prompt opened the block, so a leading stretch is
             # reasoning; later strays are just a tag to hide.
-            start = 0 if not units else close_at
-            units.append(_Unit(start, close_at + len(_THINK_CLOSE), ()))
-            pos = close_at + len(_THINK_CLOSE)
-            continue
-        if open_at == -1:
-            return units
-        close_at = text.find(_THINK_CLOSE, open_at + len(_THINK_OPEN))
+            units.append(_Unit(0 if not units else tag.start(), tag.end(), ()))
+    if open_at is not None:
         # Unclosed: generation stopped while thinking, so nothing after it is an answer.
-        end = len(text) if close_at == -1 else close_at + len(_THINK_CLOSE)
-        units.append(_Unit(open_at, end, ()))
-        pos = end
+        units.append(_Unit(open_at, len(text), ()))
+    return units
 
 
 def _run_in_gaps(text: str, units: list[_Unit], extractor: _Extractor) -> list[_Unit]:
@@ -360,9 +358,10 @@ def _decode_payload(seg: str, pos: int, limit_at: Callable[[int], int]) -> tuple
             array = _decode_array(seg, start)
             if array is not None:
                 elements, value_end = array
-                if elements:
+                if elements and all(isinstance(value, dict) for _, _, value in elements):
                     items.extend(_strict_item(value, seg[s:e]) for s, e, value in elements)
                 else:
+                    # Not a list of call objects at all: one diagnostic span, not one per scalar.
                     items.append(_Item(None, seg[start:value_end]))
                 end = value_end
                 continue
@@ -373,8 +372,8 @@ def _decode_payload(seg: str, pos: int, limit_at: Callable[[int], int]) -> tuple
                 items.append(_strict_item(value, seg[start:value_end]))
                 end = value_end
                 continue
-        balanced = _balanced_end(seg, start)
-        if balanced is None or balanced > limit:
+        balanced = _balanced_end(seg, start, limit)
+        if balanced is None:
             # Truncated, or it runs into the next tag: the markup bounds the broken value.
             items.append(_Item(None, seg[start:limit]))
             return items, limit
@@ -410,12 +409,12 @@ def _decode_array(text: str, pos: int) -> tuple[list[tuple[int, int, object]], i
         cursor = _skip(text, cursor + 1, _JSON_WS)
 
 
-def _balanced_end(text: str, pos: int) -> int | None:
-    """End of the bracket group opened at pos, string-aware; None when it never closes."""
+def _balanced_end(text: str, pos: int, limit: int) -> int | None:
+    """End of the bracket group opened at pos, string-aware; None when it is open at limit."""
     depth = 0
     in_string = False
     index = pos
-    length = len(text)
+    length = min(limit, len(text))
     while index < length:
         char = text[index]
         if in_string:
@@ -529,11 +528,7 @@ def _decode_argument_string(text: str) -> object:
 def _as_string(value: object) -> str:
     if isinstance(value, str):
         return value
-    # bool before int/float: bool is an int subclass and would render as "True".
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
+    # JSON text already gives the convention: true/false, null, 3, 2.5, compact lists/objects.
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):

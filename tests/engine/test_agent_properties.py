@@ -1,14 +1,22 @@
 """Property tests of the agent API against an independent reference model (SPEC §3, §4, §5).
 
-Two parts:
+Three parts:
 
 * `AgentMachine`, a hypothesis `RuleBasedStateMachine` that drives the public blocking API
   (`turnloom.Engine` on a `VirtualClock`) with send / resume / jump / change_params / cancel /
   clock advances / races / destroy, and checks every answer against a reference model written
   here from the SPEC alone (turn states, error codes, R-E1, R-S3, R-D1, R-P3, R-P5, R-P7, R-P8,
   R-G5). Nothing from `turnloom.states` or the engine internals is used to compute expectations.
+* `test_scenario`: hand-picked runs of the same machine, so that the timeout, stale-deadline,
+  max-steps and R-P3 paths are exercised on every run whatever the random search explores.
 * An exhaustive (state x trigger x has_timeout_exit) test of `turnloom.states.fire` against the
   SPEC §3 table, written out literally below.
+
+Where the SPEC is silent the model assumes (and says so where it is used): replies of one turn
+are joined with "\n"; the mock model echoes the last user message as "You said: ..."; a failed
+turn, like a cancelled one, leaves nothing in the dialog; and calls made from one host thread
+(`*_async` included) reach the engine in the order they were made, so in the race rules only
+the engine's own concurrency (a running turn, a firing deadline) is racy.
 
 Graph of both agents (same nodes, different start nodes):
 
@@ -24,9 +32,11 @@ Agent "A" starts at intro (turns pause 1..n times), agent "B" starts at answer (
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import itertools
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -34,9 +44,12 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    initialize,
     invariant,
     precondition,
     rule,
@@ -49,7 +62,7 @@ from turnloom.states import IllegalTransition, Trigger, TurnState, fire, is_lega
 # The reference model's own description of the graph (not read back from the engine).
 # --------------------------------------------------------------------------------------------
 
-MAX_STEPS = 8  # small on purpose: jump loops inside one turn reach R-G5 (4003)
+MAX_STEPS = 6  # small on purpose: jump loops inside one turn reach R-G5 (4003)
 NODES = ("intro", "gate", "maybe", "strict", "answer", "fallback")
 KIND = {
     "intro": "canned",
@@ -167,6 +180,12 @@ class Recorder:
         agent.set_on_resumed(lambda node, to: self.resumed.append((node, to)))
 
 
+def event(text: str) -> None:
+    """`hypothesis.event`, also usable when the machine is driven by hand (scenario tests)."""
+    with contextlib.suppress(InvalidArgument):
+        hypothesis_event(text)
+
+
 def code_of(fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
     """('ok', value) or ('err', code)."""
     try:
@@ -180,7 +199,7 @@ def code_of(fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
 # Strategies
 # --------------------------------------------------------------------------------------------
 
-WHO = st.sampled_from(["A", "A", "A", "B"])
+WHO = st.sampled_from(["A", "A", "A", "A", "B"])
 USER_TEXT = st.text(alphabet="abc XYZ", max_size=10)
 LINES = st.lists(st.text(alphabet="abcdef", min_size=1, max_size=6), min_size=1, max_size=3)
 ANSWER_CHANGES = st.fixed_dictionaries(
@@ -263,14 +282,12 @@ class AgentMachine(RuleBasedStateMachine):
             self.model[name] = AgentModel(name, build_nodes())
 
     def teardown(self) -> None:
-        open_turns = {n: am.turn for n, am in self.model.items() if am.turn is not None}
         self.engine.close()
         # Closing the engine cancels every open turn: exactly one more completion each.
-        for name, turn in open_turns.items():
-            results = self.rec[name].results
-            assert len(results) == len(self.model[name].completed) + 1
-            assert results[-1].turn_id == turn.turn_id
-            assert results[-1].status.value == "cancelled"
+        for who, am in self.model.items():
+            if am.turn is not None:
+                self._cancel(am)
+            self._check_completions(who)
 
     # --- the reference model -----------------------------------------------------------------
 
@@ -293,6 +310,7 @@ class AgentMachine(RuleBasedStateMachine):
 
     def _end(self, am: AgentModel, turn: TurnModel, status: str, code: int | None = None) -> None:
         assert status in TERMINAL
+        event(f"turn ended {status} after {turn.pause_count} pause(s)")
         turn.state = status
         turn.error_code = code
         turn.pause_node = None
@@ -337,8 +355,8 @@ class AgentMachine(RuleBasedStateMachine):
             node = NEXT[node]
         self._end(am, turn, "success")
 
-    def _start(self, am: AgentModel, text: str) -> TurnModel:
-        turn = TurnModel(next(self.turn_ids), text)
+    def _start(self, am: AgentModel, text: str, turn_id: int | None = None) -> TurnModel:
+        turn = TurnModel(next(self.turn_ids) if turn_id is None else turn_id, text)
         am.turn = turn
         self._walk(am, turn, START[am.name])
         return turn
@@ -416,6 +434,11 @@ class AgentMachine(RuleBasedStateMachine):
 
     # --- rules ---------------------------------------------------------------------------------
 
+    @initialize(text=USER_TEXT)
+    def open_a_turn(self, text: str) -> None:
+        """Every run starts with agent A's turn parked at its first pause."""
+        self.send_message("A", text)
+
     @rule(who=WHO, text=USER_TEXT)
     def send_message(self, who: str, text: str) -> None:
         self.steps_done += 1
@@ -446,26 +469,13 @@ class AgentMachine(RuleBasedStateMachine):
             self._resume(am, node)
             self._settled(who, step, before)
 
-    @rule(who=WHO, empty_batch=st.sampled_from([(), []]))
-    def resume_plain(self, who: str, empty_batch: Any) -> None:
-        """R-P4 plain resume; R-T7 an empty batch on a Pause-node pause is a plain continue."""
+    @precondition(lambda self: self._paused_at("A", *TIMEOUT_S))
+    @rule(node=st.sampled_from(("", "", *NODES)), empty_batch=st.sampled_from([(), []]))
+    def resume(self, node: str, empty_batch: Any) -> None:
+        """R-P4: plain resume ('') or jump; R-T7: an empty batch on a Pause-node pause is a
+        plain continue. (Resumes of agents that are not paused are in `probe`.)"""
         self.steps_done += 1
-        self._resume_rule(who, "", empty_batch)
-
-    @rule(who=WHO, node=st.sampled_from(NODES))
-    def resume_jump(self, who: str, node: str) -> None:
-        self.steps_done += 1
-        self._resume_rule(who, node, ())
-
-    @rule(who=WHO, node=st.sampled_from(["nope", "Gate", "answer ", "END"]))
-    def resume_unknown_node(self, who: str, node: str) -> None:
-        self.steps_done += 1
-        self._resume_rule(who, node, ())
-
-    @rule(who=WHO, node=st.sampled_from(["", "answer", "gate"]), batch=TOOL_BATCHES)
-    def resume_with_tool_results(self, who: str, node: str, batch: Any) -> None:
-        self.steps_done += 1
-        self._resume_rule(who, node, batch)
+        self._resume_rule("A", node, empty_batch)
 
     @rule(who=WHO, change=MUTABLE_CHANGE, as_object=st.booleans())
     def change_mutable(self, who: str, change: tuple[str, dict[str, Any]], as_object: bool) -> None:
@@ -473,7 +483,17 @@ class AgentMachine(RuleBasedStateMachine):
         node, fields = change
         am, agent = self.model[who], self.agents[who]
         proposed = dataclasses.replace(copy.deepcopy(am.params[node]), **copy.deepcopy(fields))
-        payload: Any = copy.deepcopy(proposed) if as_object else copy.deepcopy(fields)
+        if as_object:
+            payload: Any = copy.deepcopy(proposed)
+        else:  # the wire-friendly form: enum values as strings, nested params as dicts
+            payload = {
+                key: value.value
+                if isinstance(value, tl.Placement)
+                else dataclasses.asdict(value)
+                if isinstance(value, tl.SamplingParams)
+                else copy.deepcopy(value)
+                for key, value in fields.items()
+            }
         if am.destroyed:
             self._expect_rejected(who, DESTROYED, agent.change_params, node, payload)
             return
@@ -491,10 +511,8 @@ class AgentMachine(RuleBasedStateMachine):
             payload["lines"].append("mutated")
         assert agent.get_params(node) == proposed
 
-    @rule(who=WHO, node=st.sampled_from(NODES))
-    def change_structural_to_same_value(self, who: str, node: str) -> None:
+    def _change_structural_to_same_value(self, who: str, node: str) -> None:
         """Only a structural field that *differs* is 3006; restating it is a no-op."""
-        self.steps_done += 1
         am, agent = self.model[who], self.agents[who]
         fields: dict[str, Any] = {"default_exit": NEXT[node]}
         if KIND[node] == "pause":
@@ -508,11 +526,9 @@ class AgentMachine(RuleBasedStateMachine):
         agent.change_params(node, fields)
         assert self._snapshot(who) == before
 
-    @rule(who=WHO, case=st.sampled_from(REJECTED_CHANGES), as_object=st.booleans())
-    def change_rejected(
+    def _change_rejected(
         self, who: str, case: tuple[str, dict[str, Any], int], as_object: bool
     ) -> None:
-        self.steps_done += 1
         node, fields, code = case
         am, agent = self.model[who], self.agents[who]
         payload: Any = copy.deepcopy(fields)
@@ -526,11 +542,39 @@ class AgentMachine(RuleBasedStateMachine):
         expected = DESTROYED if am.destroyed else code
         self._expect_rejected(who, expected, agent.change_params, node, payload)
 
-    @rule(who=WHO, node=st.sampled_from(["nope", ""]))
-    def get_params_unknown(self, who: str, node: str) -> None:
+    @rule(
+        who=WHO,
+        case=st.one_of(
+            st.tuples(st.just("change"), st.sampled_from(REJECTED_CHANGES), st.booleans()),
+            st.tuples(st.just("same"), st.sampled_from(NODES), st.just(False)),
+            st.tuples(st.just("get"), st.sampled_from(["nope", ""]), st.just(False)),
+            st.tuples(
+                st.just("resume"),
+                st.one_of(
+                    st.tuples(st.just(""), st.just(())),
+                    st.tuples(st.sampled_from(["nope", "Gate", "answer ", "END"]), st.just(())),
+                    st.tuples(st.sampled_from(["", "answer", "gate"]), TOOL_BATCHES),
+                ),
+                st.just(False),
+            ),
+        ),
+    )
+    def probe(self, who: str, case: tuple[str, Any, bool]) -> None:
+        """Calls that must be refused, or be no-ops, and change nothing (R-E1): change_params
+        3005/3006/3007, restating a structural value, get_params 3005, resume to an unknown
+        node 3005 or with tool results on a Pause-node pause 3016, resume when not paused
+        3012 (a plain resume of a paused turn is just a resume)."""
         self.steps_done += 1
-        code = DESTROYED if self.model[who].destroyed else UNKNOWN_NODE
-        self._expect_rejected(who, code, self.agents[who].get_params, node)
+        kind, arg, as_object = case
+        if kind == "resume":
+            self._resume_rule(who, *arg)
+        elif kind == "same":
+            self._change_structural_to_same_value(who, arg)
+        elif kind == "get":
+            code = DESTROYED if self.model[who].destroyed else UNKNOWN_NODE
+            self._expect_rejected(who, code, self.agents[who].get_params, arg)
+        else:
+            self._change_rejected(who, arg, as_object)
 
     @rule(who=WHO)
     def cancel(self, who: str) -> None:
@@ -585,8 +629,23 @@ class AgentMachine(RuleBasedStateMachine):
                 self._settled(who, None, None)
         self._check_generations(before)
 
-    @precondition(lambda self: self.steps_done >= 10)
-    @rule(who=WHO)
+    @rule(offset=st.sampled_from([-0.25, 0.0, 0.0, 0.25]))
+    def advance_to_next_deadline(self, offset: float) -> None:
+        """Move the clock to just before, exactly onto, or just past the next pause deadline."""
+        deadlines = [
+            am.turn.pause_started + timeout
+            for am in self.model.values()
+            if am.turn is not None
+            and am.turn.pause_node is not None
+            and (timeout := TIMEOUT_S[am.turn.pause_node]) is not None
+        ]
+        if not deadlines:
+            self.advance_clock(0.25)
+            return
+        self.advance_clock(max(0.0, min(deadlines) - self.now + offset))
+
+    @precondition(lambda self: self.steps_done >= 30)  # near the end: every op then is 3002
+    @rule(who=st.sampled_from(["A", "B"]))
     def destroy(self, who: str) -> None:
         self.steps_done += 1
         am, agent = self.model[who], self.agents[who]
@@ -609,11 +668,27 @@ class AgentMachine(RuleBasedStateMachine):
             and am.turn.pause_node in nodes
         )
 
-    @precondition(lambda self: self._paused_at("A", "maybe", "strict"))
-    @rule(node=st.sampled_from(["", "answer", "fallback"]), extra=st.sampled_from([0.0, 0.25]))
-    def race_resume_against_timeout(self, node: str, extra: float) -> None:
-        """A resume and a pause deadline race: exactly one wins; a losing resume is 3012."""
+    @precondition(lambda self: self._paused_at("A", "gate", "maybe", "strict"))
+    @rule(
+        kind=st.sampled_from(["timeout", "timeout", "two_resumes", "cancel"]),
+        node=st.sampled_from(("", "", *NODES)),
+        extra=st.sampled_from([0.0, 0.25]),
+        head_start=st.sampled_from([0.0, 0.002]),
+    )
+    def race_on_pause(self, kind: str, node: str, extra: float, head_start: float) -> None:
+        """R-P8 and R-S3 under concurrency, on agent A's pause."""
         self.steps_done += 1
+        if kind == "timeout" and self._paused_at("A", "maybe", "strict"):
+            self._race_resume_against_timeout(
+                node if node in ("answer", "fallback") else "", extra, head_start
+            )
+        elif kind == "cancel":
+            self._race_resume_then_cancel(node)
+        else:
+            self._race_two_resumes(node if node in ("answer", "fallback") else "")
+
+    def _race_resume_against_timeout(self, node: str, extra: float, head_start: float) -> None:
+        """A resume and a pause deadline race: exactly one wins; a losing resume is 3012."""
         am, agent = self.model["A"], self.agents["A"]
         turn = am.turn
         assert turn is not None and turn.pause_node is not None
@@ -625,12 +700,15 @@ class AgentMachine(RuleBasedStateMachine):
         seconds = turn.pause_started + timeout - self.now + extra
         before = len(self.mock.requests)
         future = agent.resume_async(target)
+        if head_start:  # none: the deadline usually wins; a head start lets the resume win
+            time.sleep(head_start)
         self.clock.advance(seconds)
         try:
             step = future.result(5)
         except tl.TurnloomError as error:
             assert int(error.code) == NOT_PAUSED, error
             step = None
+        event(f"resume vs timeout: {'resume' if step is not None else 'timeout'} won")
         if step is not None:  # the resume won; the timer must be a no-op
             self._resume(am, target)
             self._timeouts_until(self.now + seconds)
@@ -644,11 +722,8 @@ class AgentMachine(RuleBasedStateMachine):
                 self._walk(am_, am_.turn, next_node)
         self._settled("A", step, before)
 
-    @precondition(lambda self: self._paused_at("A", "gate", "maybe", "strict"))
-    @rule(node=st.sampled_from(["", "answer", "fallback"]))
-    def race_two_resumes(self, node: str) -> None:
+    def _race_two_resumes(self, node: str) -> None:
         """Two resumes of one pause: one wins, the other gets 3012."""
-        self.steps_done += 1
         am, agent = self.model["A"], self.agents["A"]
         assert am.turn is not None and am.turn.pause_node is not None
         target = node
@@ -662,10 +737,95 @@ class AgentMachine(RuleBasedStateMachine):
                 outcomes.append(("ok", future.result(5)))
             except tl.TurnloomError as error:
                 outcomes.append(("err", int(error.code)))
-        assert sorted(o[0] for o in outcomes) == ["err", "ok"], outcomes
-        assert [o[1] for o in outcomes if o[0] == "err"] == [NOT_PAUSED]
+        # One wins, the other is 3012 (R-P8); calls reach the engine in order: the first wins.
+        assert [o[0] for o in outcomes] == ["ok", "err"], outcomes
+        assert outcomes[1][1] == NOT_PAUSED, outcomes
         self._resume(am, target)
         self._settled("A", next(o[1] for o in outcomes if o[0] == "ok"), before)
+
+    def _race_resume_then_cancel(self, node: str) -> None:
+        """resume_async then cancel(): the turn ends once, cancelled unless it already ended."""
+        am, agent = self.model["A"], self.agents["A"]
+        saved = copy.deepcopy(am)
+        old = copy.deepcopy(am.turn)
+        assert old is not None and old.pause_node is not None
+        before = len(self.mock.requests)
+        future = agent.resume_async(node)
+        cancelled = agent.cancel()
+        outcome = code_of(future.result, 5)
+        assert outcome[0] == "ok", f"the resume was made first, yet got {outcome}"
+        agent.wait(timeout=5)
+        event(f"resume then cancel: cancel() -> {cancelled}")
+        self._resume(am, node)  # what the turn does when nothing cancels it
+        normal = am.completed[-1] if am.turn is None else am.turn
+        if not cancelled:
+            assert am.turn is None, "cancel() said no open turn, yet the model's turn is open"
+            self._settled("A", None, before)
+            return
+        self.pending_gens = []
+        result = self.rec["A"].results[-1]
+        assert result.turn_id == old.turn_id and result.status.value == "cancelled"
+        assert result.text.startswith(old.reply) and normal.reply.startswith(result.text)
+        assert old.pause_count <= result.pause_count <= normal.pause_count
+        self.model["A"] = am = saved
+        turn = am.turn
+        assert turn is not None
+        turn.paused_s += self.now - turn.pause_started  # every later pause lasted 0 s
+        turn.state, turn.pause_node, turn.exact = "running", None, False
+        turn.reply = result.text
+        am.paused_events.extend(
+            (n, "default") for n in normal.pause_nodes[old.pause_count : result.pause_count]
+        )
+        turn.pause_count = result.pause_count
+        am.resumed_nodes.append(old.pause_node)
+        self._end(am, turn, "cancelled")
+        self._settled("A", None, None)
+
+    @precondition(lambda self: self._paused_at("A", *TIMEOUT_S) or self._live("B"))
+    @rule(who=st.sampled_from(["A", "B"]), text=USER_TEXT)
+    def race_change_while_running(self, who: str, text: str) -> None:
+        """change_params right behind a resume (A) or a send (B): 3004 while the turn is
+        running or resuming (and nothing changes), else applied, before or after the turn."""
+        self.steps_done += 1
+        if who == "A" and not self._paused_at("A", *TIMEOUT_S):
+            who = "B"
+        if not self._live(who) or (who == "B" and self.model["B"].turn is not None):
+            return
+        am, agent = self.model[who], self.agents[who]
+        prompt = f"racing {self.steps_done}"
+        if am.params["answer"].system_prompt == prompt:
+            return
+        before = len(self.mock.requests)
+        turn_future = agent.resume_async("answer") if who == "A" else agent.send_message_async(text)
+        change_future = agent.change_params_async("answer", {"system_prompt": prompt})
+        try:
+            change_future.result(5)
+            changed = True
+        except tl.TurnloomError as error:
+            assert int(error.code) == BUSY, error
+            changed = False
+        turn_future.result(5)
+        agent.wait(timeout=5)
+        event(f"change while running: {'applied' if changed else 'AgentBusy'}")
+        turn_id = next(self.turn_ids) if who == "B" else None
+        assert not self.pending_gens
+        self.pending_gens = []
+        if who == "A":
+            self._resume(am, "answer")
+        else:
+            self._start(am, text, turn_id)
+        with_old = self.pending_gens
+        if not changed:
+            self._settled(who, None, before)
+            return
+        assert am.turn is None, "change_params applied while the turn is paused again"
+        # Calls made from one thread reach the engine loop in order, so the change was handled
+        # after the resume/send: applied means the turn had already ended, and its Generate node
+        # ran with the old params. (Had it been applied while the turn ran, the prompt could
+        # carry the new system prompt.)
+        self.pending_gens = with_old
+        self._settled(who, None, before)
+        am.params["answer"].system_prompt = prompt
 
     @precondition(lambda self: any(self._live(w) and self.model[w].turn is None for w in "AB"))
     @rule(who=WHO, text=USER_TEXT)
@@ -681,9 +841,11 @@ class AgentMachine(RuleBasedStateMachine):
         cancelled = agent.cancel()
         future.result(5)
         agent.wait(timeout=5)
+        event(f"send then cancel: cancel() -> {cancelled}")
         normal = self._start(am, text)  # what the turn does when nothing cancels it
         if not cancelled:
-            # cancel ran before the turn started (or after it ended): a normal turn.
+            # cancel() is handled after send_message, so it found no turn only if it had ended.
+            assert am.turn is None, "cancel() found no turn, but the turn is still open"
             self._settled(who, None, before)
             return
         self.pending_gens = []  # how far the generation got is racy
@@ -706,39 +868,15 @@ class AgentMachine(RuleBasedStateMachine):
 
     @invariant()
     def engine_agrees_with_model(self) -> None:
+        # Ask every live agent for its step and params at once (fewer loop round trips).
+        asked = {
+            who: (agent.wait_async(), [agent.get_params_async(n) for n in NODES])
+            for who, agent in self.agents.items()
+            if not self.model[who].destroyed
+        }
         for who, am in self.model.items():
             agent, rec = self.agents[who], self.rec[who]
-            # R-S3: exactly one completion per turn, only for turns that ended, in order.
-            counts = Counter(r.turn_id for r in rec.results)
-            assert all(c == 1 for c in counts.values()), counts
-            assert [r.turn_id for r in rec.results] == [t.turn_id for t in am.completed]
-            for result, turn in zip(rec.results, am.completed, strict=True):
-                assert result.status.value == turn.state, (result, turn)
-                assert result.error_code == turn.error_code, (result, turn)
-                assert result.pause_count == turn.pause_count, (result, turn)
-                assert result.paused_duration_s == pytest.approx(turn.paused_s, abs=1e-9), (
-                    result,
-                    turn,
-                )
-                if turn.exact:
-                    assert result.text == turn.reply, (result, turn)
-                    assert (result.tokens_generated > 0) == turn.generated, (result, turn)
-            # R-D1: exactly one is_final chunk per finished turn, carrying the whole reply.
-            finals = [i for i, c in enumerate(rec.chunks) if c[2]]
-            assert len(finals) == len(rec.results)
-            start = 0
-            for index, result in zip(finals, rec.results, strict=True):
-                text, is_delta, _ = rec.chunks[index]
-                assert text == result.text and not is_delta
-                deltas = rec.chunks[start:index]
-                assert all(d[1] and not d[2] for d in deltas)
-                assert "".join(d[0] for d in deltas) == result.text
-                start = index + 1
-            tail = rec.chunks[start:]
-            if am.turn is None:
-                assert tail == [], "text after the turn completed"
-            else:
-                assert "".join(d[0] for d in tail) == am.turn.reply
+            self._check_completions(who)
             # Pause notifications (R-P2) and resumes.
             assert rec.paused == am.paused_events
             assert [node for node, _ in rec.resumed] == am.resumed_nodes
@@ -747,7 +885,8 @@ class AgentMachine(RuleBasedStateMachine):
                 assert code_of(agent.get_params, "answer") == ("err", DESTROYED)
                 continue
             # The agent's state, and its params (per agent: A's changes never leak into B).
-            step = agent.wait(timeout=5)
+            step_future, param_futures = asked[who]
+            step = step_future.result(5)
             if am.turn is None:
                 assert step.pause is None
                 assert step.result == agent.last_result
@@ -759,18 +898,168 @@ class AgentMachine(RuleBasedStateMachine):
                     am.turn.pause_node,
                     "default",
                 )
-            futures = [agent.get_params_async(n) for n in NODES]
-            for node, future in zip(NODES, futures, strict=True):
+            for node, future in zip(NODES, param_futures, strict=True):
                 assert future.result(5) == am.params[node], node
+
+    def _check_completions(self, who: str) -> None:
+        """R-S3, R-D1, R-P7: every TurnResult and AnswerText chunk against the model."""
+        am, rec = self.model[who], self.rec[who]
+        # R-S3: exactly one completion per turn, only for turns that ended, in order.
+        counts = Counter(r.turn_id for r in rec.results)
+        assert all(c == 1 for c in counts.values()), counts
+        assert [r.turn_id for r in rec.results] == [t.turn_id for t in am.completed]
+        for result, turn in zip(rec.results, am.completed, strict=True):
+            assert result.status.value == turn.state, (result, turn)
+            assert result.error_code == turn.error_code, (result, turn)
+            assert result.pause_count == turn.pause_count, (result, turn)
+            assert result.paused_duration_s == pytest.approx(turn.paused_s, abs=1e-9), (
+                result,
+                turn,
+            )
+            if turn.exact:
+                assert result.text == turn.reply, (result, turn)
+                assert (result.tokens_generated > 0) == turn.generated, (result, turn)
+        # R-D1: exactly one is_final chunk per finished turn, carrying the whole reply.
+        finals = [i for i, c in enumerate(rec.chunks) if c[2]]
+        assert len(finals) == len(rec.results)
+        start = 0
+        for index, result in zip(finals, rec.results, strict=True):
+            text, is_delta, _ = rec.chunks[index]
+            assert text == result.text and not is_delta
+            deltas = rec.chunks[start:index]
+            assert all(d[1] and not d[2] for d in deltas)
+            assert "".join(d[0] for d in deltas) == result.text
+            start = index + 1
+        tail = rec.chunks[start:]
+        if am.turn is None:
+            assert tail == [], "text after the turn completed"
+        else:
+            assert "".join(d[0] for d in tail) == am.turn.reply
 
 
 AgentMachine.TestCase.settings = settings(
-    max_examples=60,
+    max_examples=75,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestAgentMachine = AgentMachine.TestCase
+
+
+# Hand-picked runs of the same machine: the paths below are reached on every run, whatever the
+# random search happens to explore. Expectations still come from the reference model, plus a few
+# literal ones from SPEC §5.
+
+SCENARIOS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "timeout_exit_continues": [  # R-P5 with timeout_exit: reply "fallback", 1.0 s paused
+        ("resume", {"node": "", "empty_batch": ()}),
+        ("advance_clock", {"seconds": 0.75}),
+        ("advance_clock", {"seconds": 0.25}),
+    ],
+    "timeout_without_exit_ends_turn": [  # R-P5 without: pause_timed_out, dialog keeps it
+        ("advance_clock", {"seconds": 2.0}),  # gate waits forever
+        ("resume", {"node": "strict", "empty_batch": []}),
+        ("advance_clock", {"seconds": 0.25}),
+        ("advance_clock", {"seconds": 0.25}),
+        ("send_message", {"who": "A", "text": "again"}),
+        ("resume", {"node": "answer", "empty_batch": ()}),
+    ],
+    "stale_deadline_is_ignored": [  # a deadline of an earlier pause never ends a later one
+        ("resume", {"node": "", "empty_batch": ()}),  # maybe at t=0, deadline 1.0
+        ("advance_clock", {"seconds": 0.75}),
+        ("resume", {"node": "", "empty_batch": ()}),  # strict at t=0.75, deadline 1.25
+        ("advance_clock", {"seconds": 0.25}),  # t=1.0: maybe's old deadline, nothing happens
+        ("advance_clock", {"seconds": 0.25}),  # t=1.25: strict times out
+        ("send_message", {"who": "A", "text": "again"}),
+        ("resume", {"node": "maybe", "empty_batch": ()}),  # maybe at t=1.25, deadline 2.25
+        ("advance_clock", {"seconds": 0.5}),
+        ("resume", {"node": "maybe", "empty_batch": ()}),  # maybe again at 1.75, deadline 2.75
+        ("advance_clock", {"seconds": 0.5}),  # t=2.25: the first maybe's deadline, ignored
+        ("advance_clock", {"seconds": 0.5}),  # t=2.75: timeout_exit -> fallback
+    ],
+    "max_steps_exceeded": [  # R-G5: 4003 on the 7th node of one turn
+        ("resume", {"node": "intro", "empty_batch": ()}),
+        ("resume", {"node": "intro", "empty_batch": ()}),
+        ("resume", {"node": "answer", "empty_batch": ()}),
+    ],
+    "change_while_paused_is_seen_after_resume": [  # R-P3
+        (
+            "change_mutable",
+            {
+                "who": "A",
+                "change": ("answer", {"template": "T:{{human_message}}", "system_prompt": "s"}),
+                "as_object": False,
+            },
+        ),
+        (
+            "change_mutable",
+            {"who": "A", "change": ("fallback", {"lines": ["fb"]}), "as_object": True},
+        ),
+        ("resume", {"node": "maybe", "empty_batch": ()}),
+        ("advance_to_next_deadline", {"offset": 0.0}),
+        ("send_message", {"who": "A", "text": "more"}),
+        ("resume", {"node": "answer", "empty_batch": ()}),
+    ],
+    "rejections_change_nothing": [  # R-E1, §4 codes
+        ("probe", {"who": "A", "case": ("resume", ("nope", ()), False)}),
+        ("probe", {"who": "A", "case": ("resume", ("", [("c00000000", "r")]), False)}),
+        ("probe", {"who": "A", "case": ("change", REJECTED_CHANGES[0], True)}),
+        ("probe", {"who": "A", "case": ("change", REJECTED_CHANGES[11], False)}),
+        ("probe", {"who": "B", "case": ("resume", ("", ()), False)}),
+        ("send_message", {"who": "A", "text": "busy"}),
+        ("cancel", {"who": "B"}),
+    ],
+    "destroyed_agent_refuses_everything": [  # 3002
+        ("destroy", {"who": "A"}),
+        ("send_message", {"who": "A", "text": "x"}),
+        ("cancel", {"who": "A"}),
+        ("probe", {"who": "A", "case": ("get", "answer", False)}),
+        ("probe", {"who": "A", "case": ("resume", ("", ()), False)}),
+        ("destroy", {"who": "A"}),
+        ("send_message", {"who": "B", "text": "still fine"}),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario(name: str) -> None:
+    machine = AgentMachine()
+    try:
+        machine.open_a_turn("hi there")
+        machine.engine_agrees_with_model()
+        for rule_name, kwargs in SCENARIOS[name]:
+            getattr(machine, rule_name)(**kwargs)
+            machine.engine_agrees_with_model()
+    finally:
+        machine.teardown()
+    a_results = machine.rec["A"].results
+    if name == "timeout_exit_continues":
+        assert [(r.status.value, r.text, r.pause_count) for r in a_results] == [
+            ("success", "intro\nfallback", 2)
+        ]
+        assert a_results[0].paused_duration_s == 1.0
+    elif name == "timeout_without_exit_ends_turn":
+        assert a_results[0].status.value == "pause_timed_out"
+        assert a_results[0].paused_duration_s == 2.5  # 2.0 at gate + 0.5 at strict
+        # The next turn's prompt still holds the timed-out interaction (R-P5).
+        assert machine.mock.requests[-1].messages[:2] == [
+            {"role": "user", "content": "hi there"},
+            {"role": "assistant", "content": "intro"},
+        ]
+    elif name == "stale_deadline_is_ignored":
+        assert [(r.status.value, r.pause_count, r.paused_duration_s) for r in a_results] == [
+            ("pause_timed_out", 3, 1.25),
+            ("success", 3, 1.5),
+        ]
+    elif name == "max_steps_exceeded":
+        assert [(r.status.value, r.error_code) for r in a_results] == [("error", 4003)]
+    elif name == "change_while_paused_is_seen_after_resume":
+        assert a_results[0].text == "intro\nfb"
+        assert a_results[1].text == "intro\nYou said: T:more"
+        assert machine.mock.requests[-1].messages[0] == {"role": "system", "content": "s"}
+    elif name == "destroyed_agent_refuses_everything":
+        assert [r.status.value for r in a_results] == ["cancelled"]
+        assert machine.rec["B"].results[-1].text == "You said: still fine"
 
 
 # --------------------------------------------------------------------------------------------

@@ -192,3 +192,12 @@ def test_a_cancelled_turn_leaves_no_trace_in_the_dialog(
     agent.resume()
     users = [m["content"] for m in mock_model.requests[-1].messages if m["role"] == "user"]
     assert users == ["hello"]
+
+
+def test_a_partial_nested_mapping_changes_only_the_fields_it_names(engine: tl.Engine) -> None:
+    agent = engine.create_agent(graph())
+    agent.change_params("answer", {"sampling": {"temperature": 0.1, "max_tokens": 9}})
+    agent.change_params("answer", {"sampling": {"top_k": 5}})
+    sampling = agent.get_params("answer").sampling  # type: ignore[attr-defined]
+    assert (sampling.temperature, sampling.max_tokens, sampling.top_k) == (0.1, 9, 5)
+    assert sampling.top_p == tl.SamplingParams().top_p

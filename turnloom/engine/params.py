@@ -392,8 +392,11 @@ def check_mutation(node_name: str, current: NodeParams, proposed: NodeParams) ->
     validate_params(node_name, proposed)
 
 
-def _coerce(value: Any, tp: Any) -> Any:
-    """Bring wire-friendly values (enum values, dicts) to the declared field type, if possible."""
+def _coerce(value: Any, tp: Any, current: Any = None) -> Any:
+    """Bring wire-friendly values (enum values, dicts) to the declared field type, if possible.
+
+    A mapping for a nested params field changes only the fields it names in `current`.
+    """
     if isinstance(tp, type):
         if issubclass(tp, enum.Enum) and not isinstance(value, tp):
             try:
@@ -401,7 +404,8 @@ def _coerce(value: Any, tp: Any) -> Any:
             except ValueError:
                 return value
         if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
-            return params_from_mapping(tp, value)
+            base = current if isinstance(current, tp) else None
+            return params_from_mapping(tp, value, base=base)
     if typing.get_origin(tp) is list and isinstance(value, list | tuple):
         (item_tp,) = typing.get_args(tp)
         return [_coerce(v, item_tp) for v in value]
@@ -416,7 +420,7 @@ def params_from_mapping(cls: type[Any], values: Mapping[str, Any], base: Any = N
         raise InvalidParamValue(f"{cls.__name__} has no field(s) {unknown}")
     obj = copy.deepcopy(base) if base is not None else cls()
     for key, value in values.items():
-        setattr(obj, key, _coerce(value, known[key]))
+        setattr(obj, key, _coerce(value, known[key], getattr(obj, key)))
     return obj
 
 

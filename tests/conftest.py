@@ -1,4 +1,10 @@
-"""Shared fixtures: an embedded engine on a virtual clock with a scripted mock model."""
+"""Shared fixtures: an engine on a virtual clock with a scripted mock model, embedded or remote.
+
+Every test that takes `engine` runs twice: against the embedded `tl.Engine`, and against a
+`tl.connect` client of a server started in-process on 127.0.0.1 that hosts an engine with the
+same `clock` and `mock_model`, so a test that advances the clock or scripts the model works for
+both. Tests that reach into the embedded engine's internals are marked `embedded_only`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,22 @@ from collections.abc import Iterator
 import pytest
 
 import turnloom as tl
+from turnloom.host.aio import AsyncEngine
+from turnloom.protocol.background import BackgroundServer
+
+ENGINE_KINDS = ("embedded", "remote")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "embedded_only: run only against the embedded engine (uses its internals)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engine" in metafunc.fixturenames:
+        embedded_only = metafunc.definition.get_closest_marker("embedded_only") is not None
+        metafunc.parametrize("engine_kind", ENGINE_KINDS[:1] if embedded_only else ENGINE_KINDS)
 
 
 @pytest.fixture
@@ -22,7 +44,16 @@ def mock_model() -> tl.MockModel:
 
 
 @pytest.fixture
-def engine(clock: tl.VirtualClock, mock_model: tl.MockModel) -> Iterator[tl.Engine]:
-    """An embedded engine on the virtual clock."""
-    with tl.Engine(mock_model, clock=clock) as eng:
-        yield eng
+def engine(
+    engine_kind: str, clock: tl.VirtualClock, mock_model: tl.MockModel
+) -> Iterator[tl.Engine | tl.RemoteEngine]:
+    """The engine under test on the virtual clock: embedded, or over the wire (loopback)."""
+    if engine_kind == "embedded":
+        with tl.Engine(mock_model, clock=clock) as eng:
+            yield eng
+        return
+    with (
+        BackgroundServer(lambda: AsyncEngine(mock_model, clock=clock)) as server,
+        tl.connect(*server.address) as remote,
+    ):
+        yield remote

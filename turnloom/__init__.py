@@ -26,6 +26,7 @@ from .engine.params import (
 from .engine.results import PauseInfo, Step, ToolCallEvent, ToolResult, TurnResult, TurnStatus
 from .engine.tool_parsing import ToolCallFamily
 from .host import Agent, AsyncAgent, AsyncEngine, BlockingCallInCallback, Engine
+from .protocol.client import AsyncRemoteEngine, RemoteEngine, connect, connect_async
 from .protocol.errors import ErrorCode, TurnloomError
 from .states import TurnState
 
@@ -33,6 +34,7 @@ __all__ = [
     "Agent",
     "AsyncAgent",
     "AsyncEngine",
+    "AsyncRemoteEngine",
     "BlockingCallInCallback",
     "CannedResponseParams",
     "Clock",
@@ -50,6 +52,7 @@ __all__ = [
     "PauseInfo",
     "PauseParams",
     "Placement",
+    "RemoteEngine",
     "SamplingParams",
     "Selection",
     "Step",
@@ -66,4 +69,6 @@ __all__ = [
     "TurnStatus",
     "TurnloomError",
     "VirtualClock",
+    "connect",
+    "connect_async",
 ]

@@ -546,6 +546,7 @@ def test_refused_automatic_resume_keeps_the_batch_for_retry(
     assert step.result is not None and not agent.has_paused_tool_batch()
 
 
+@pytest.mark.embedded_only  # changes the engine's settings through its internals
 def test_retry_after_a_refusal_for_a_transient_reason(
     engine: tl.Engine, mock_model: tl.MockModel
 ) -> None:

@@ -76,6 +76,7 @@ def test_a_failing_callback_does_not_break_the_turn(engine: tl.Engine) -> None:
     assert any(e["event"] == "listener.failed" for e in logs)
 
 
+@pytest.mark.embedded_only  # blocks the engine's own loop; tests/protocol covers the client
 def test_blocking_timeout_is_1003(engine: tl.Engine) -> None:
     agent = engine.create_agent(gate_graph())
     agent.send_message("hi")

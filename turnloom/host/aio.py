@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..engine.agent import AgentCore
 from ..engine.backends.base import ModelBackend
@@ -13,7 +14,7 @@ from ..engine.clock import Clock
 from ..engine.core import EngineCore, EngineSettings
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
-from ..engine.results import Step, TurnResult
+from ..engine.results import Step, ToolResult, TurnResult
 from ..protocol.errors import code_for
 from ..states import Rejection
 from .dispatch import (
@@ -34,6 +35,94 @@ T = TypeVar("T")
 def default_models() -> list[ModelBackend]:
     """The models an engine loads when given none."""
     return [MockModel("mock")]
+
+
+class AsyncAgentAPI(Protocol):
+    """The coroutine agent API that the embedded `AsyncAgent` and the wire client's agent both
+    offer; the blocking `Agent` wraps either one, which is what makes switching one line."""
+
+    @property
+    def agent_id(self) -> int:
+        """The engine-wide id of this agent."""
+
+    @property
+    def last_result(self) -> TurnResult | None:
+        """The completion of the agent's last finished turn."""
+
+    async def send_message(self, text: str) -> Step:
+        """Start a turn; return at its first pause or at its completion."""
+
+    async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
+        """Resume the paused turn; return at the next step."""
+
+    async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
+        """Change a node's mutable params (while idle or paused)."""
+
+    async def get_params(self, node_name: str) -> NodeParams:
+        """A copy of a node's current params."""
+
+    async def cancel(self) -> bool:
+        """Cancel the open turn; False if there was none."""
+
+    async def destroy(self) -> None:
+        """Cancel any open turn and destroy the agent."""
+
+    async def wait(self) -> Step:
+        """Wait until the turn is paused or finished."""
+
+    async def wait_complete(self) -> TurnResult | None:
+        """Wait until the open turn ends, through any pauses."""
+
+    def set_on_paused(self, callback: PausedCallback | None) -> None:
+        """`callback(node_name, pending_exit)` when a turn pauses."""
+
+    def set_on_resumed(self, callback: ResumedCallback | None) -> None:
+        """`callback(node_name, resume_node)` when a paused turn goes on."""
+
+    def set_on_answer_text(self, callback: AnswerTextCallback | None) -> None:
+        """`callback(text, is_delta, is_final)` for each piece of reply text."""
+
+    def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
+        """`callback(result)` once per turn, when it ends."""
+
+    def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
+        """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
+
+    def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
+        """`callback(ToolCallEvent)` for each notified tool call."""
+
+    def register_tool(self, name: str, handler: ToolHandler | None) -> None:
+        """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume."""
+
+    def has_paused_tool_batch(self) -> bool:
+        """Whether an automatic resume was refused and its batch kept."""
+
+    async def retry_paused_tool_batch(self) -> Step:
+        """Resume again with the kept batch; return at the next step."""
+
+
+class AsyncEngineAPI(Protocol):
+    """What the blocking engine faces need of an engine: create agents, close."""
+
+    async def create_agent(
+        self,
+        graph: GraphDescription,
+        *,
+        enable_diagnostics: bool = False,
+        max_steps_per_turn: int = 64,
+    ) -> AsyncAgentAPI:
+        """Validate `graph` and create an agent over it."""
+
+    async def aclose(self) -> None:
+        """Cancel every open turn and destroy every agent."""
+
+
+def _resume_batch(core: AgentCore, batch: list[ToolResult]) -> None:
+    """Resume `core`'s paused turn with `batch` (the embedded `CallbackDispatch` hook)."""
+    try:
+        core.resume("", batch)
+    except Rejection as rejection:
+        raise rejected("retry_paused_tool_batch", core.agent_id, rejection) from None
 
 
 class AsyncAgent:
@@ -199,7 +288,7 @@ class AsyncEngine:
         self._bind()
         dispatch = CallbackDispatch()
         try:
-            dispatch.core = core = self.core.create_agent(
+            core = self.core.create_agent(
                 graph,
                 dispatch,
                 enable_diagnostics=enable_diagnostics,
@@ -207,6 +296,7 @@ class AsyncEngine:
             )
         except Rejection as rejection:
             raise rejected("create_agent", None, rejection) from None
+        dispatch.resume_batch = functools.partial(_resume_batch, core)
         return AsyncAgent(core, dispatch)
 
     async def aclose(self) -> None:

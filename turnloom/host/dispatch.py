@@ -1,9 +1,11 @@
 """Routing an agent's events to the host: callbacks (R-H2) and registered tools (R-T8).
 
-Everything here runs on the engine loop. A handler registered with `register_tool` runs when a
-pausing ToolCall pauses and every pending call has a handler; the turn is then resumed at once
-(with the handlers' results for AwaitResult). If that resume is refused, the batch is kept for
-`retry_paused_tool_batch`.
+Everything here runs on the loop that delivers the events: the engine loop when embedded, the
+client's loop over the wire. A handler registered with `register_tool` runs when a pausing
+ToolCall pauses and every pending call has a handler; the turn is then resumed (with the
+handlers' results for AwaitResult). If that resume is refused, the batch is kept for
+`retry_paused_tool_batch`. How a batch is sent is the one thing the two hosts do differently,
+so it is a hook (`resume_batch`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from typing import Any
 
 import structlog
 
-from ..engine.agent import AgentCore
 from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
-from ..protocol.errors import to_error
+from ..protocol.errors import TurnloomError, to_error
 from ..states import Rejection
 
 log = structlog.get_logger("turnloom.host")
@@ -30,9 +31,12 @@ ToolCallWithIdCallback = Callable[[str, str, str], None]
 ToolCallEventCallback = Callable[[ToolCallEvent], None]
 #: A registered tool: gets the call, returns the result text (used for AwaitResult only).
 ToolHandler = Callable[[ToolCallEvent], "str | Awaitable[str] | Any"]
+#: Resumes the paused turn plainly with a batch of results. Embedded it runs at once and raises
+#: the host-facing error when refused; over the wire it returns an awaitable that does.
+BatchResume = Callable[[list[ToolResult]], "Awaitable[Any] | None"]
 
 
-def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> Exception:
+def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> TurnloomError:
     """Log a rejection with its code (R-L1) and turn it into the host-facing error."""
     error = to_error(rejection)
     log.info(
@@ -50,9 +54,10 @@ class CallbackDispatch(AgentListener):
 
     __slots__ = (
         "answer_text",
-        "core",
+        "auto_resume",
         "kept_batch",
         "paused",
+        "resume_batch",
         "resumed",
         "tool_call_event",
         "tool_call_with_id",
@@ -60,8 +65,8 @@ class CallbackDispatch(AgentListener):
         "turn_complete",
     )
 
-    def __init__(self) -> None:
-        self.core: AgentCore | None = None
+    def __init__(self, resume_batch: BatchResume | None = None) -> None:
+        self.resume_batch = resume_batch
         self.paused: PausedCallback | None = None
         self.resumed: ResumedCallback | None = None
         self.answer_text: AnswerTextCallback | None = None
@@ -70,10 +75,13 @@ class CallbackDispatch(AgentListener):
         self.tool_call_event: ToolCallEventCallback | None = None
         self.tools: dict[str, ToolHandler] = {}
         self.kept_batch: list[ToolResult] | None = None
+        #: An automatic resume still waiting for its answer (over the wire): True if accepted.
+        self.auto_resume: asyncio.Future[bool] | None = None
 
     # --- events ------------------------------------------------------------------------------
 
     def on_paused(self, agent_id: int, info: PauseInfo, awaited: bool) -> None:
+        """Call the paused callback, run registered tools, warn if nothing can resume."""
         self.kept_batch = None
         if self.paused is not None:
             self.paused(info.node_name, info.pending_exit)
@@ -92,20 +100,24 @@ class CallbackDispatch(AgentListener):
             )
 
     def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
+        """Call the resumed callback."""
         if self.resumed is not None:
             self.resumed(node_name, resume_node)
 
     def on_answer_text(self, agent_id: int, text: str, is_delta: bool, is_final: bool) -> None:
+        """Call the answer-text callback."""
         if self.answer_text is not None:
             self.answer_text(text, is_delta, is_final)
 
     def on_tool_call(self, agent_id: int, event: ToolCallEvent) -> None:
+        """Call the tool-call callbacks."""
         if self.tool_call_with_id is not None:
             self.tool_call_with_id(event.call_id, event.tool_name, event.arguments_json)
         if self.tool_call_event is not None:
             self.tool_call_event(event)
 
     def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
+        """Drop any kept batch and call the turn-complete callback."""
         self.kept_batch = None
         if self.turn_complete is not None:
             self.turn_complete(result)
@@ -147,18 +159,41 @@ class CallbackDispatch(AgentListener):
             else []
         )
         self.kept_batch = batch
+        assert self.resume_batch is not None
         try:
-            self.retry()
+            outcome = self.resume_batch(batch)
         except Exception as error:
             log.warning("tool_batch.resume_refused", node=info.node_name, error=str(error))
+            return
+        if outcome is None:
+            self.drop_batch(batch)
+        else:
+            self.auto_resume = asyncio.ensure_future(self._answered(info, batch, outcome))
 
-    def retry(self) -> None:
-        """Resume with the kept batch (raises the host-facing error if refused; keeps it)."""
-        assert self.core is not None
+    async def _answered(self, info: PauseInfo, batch: list[ToolResult], outcome: Any) -> bool:
+        try:
+            await outcome
+        except Exception as error:
+            log.warning("tool_batch.resume_refused", node=info.node_name, error=str(error))
+            return False
+        self.drop_batch(batch)
+        return True
+
+    def drop_batch(self, batch: list[ToolResult]) -> None:
+        """Forget `batch` once a resume carrying it was accepted (not a newer one)."""
+        if self.kept_batch is batch:
+            self.kept_batch = None
+
+    def kept(self) -> list[ToolResult]:
+        """The kept batch (RuntimeError when there is none)."""
         if self.kept_batch is None:
             raise RuntimeError("no paused tool batch is kept; nothing to retry")
-        try:
-            self.core.resume("", self.kept_batch)
-        except Rejection as rejection:
-            raise rejected("retry_paused_tool_batch", self.core.agent_id, rejection) from None
-        self.kept_batch = None
+        return self.kept_batch
+
+    def retry(self) -> None:
+        """Resume with the kept batch through a hook that answers at once (embedded): raises
+        the host-facing error if refused and keeps the batch. The wire client retries itself."""
+        batch = self.kept()
+        assert self.resume_batch is not None
+        self.resume_batch(batch)
+        self.drop_batch(batch)

@@ -20,7 +20,7 @@ from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, TurnResult
 from ..protocol.errors import ErrorCode, TurnloomError
-from .aio import AsyncAgent, AsyncEngine
+from .aio import AsyncAgentAPI, AsyncEngine, AsyncEngineAPI
 from .dispatch import (
     AnswerTextCallback,
     PausedCallback,
@@ -39,28 +39,33 @@ class BlockingCallInCallback(RuntimeError):
 
 
 class _LoopThread:
-    """An event loop on a daemon thread, and the bridge that runs coroutines on it."""
+    """An event loop on a daemon thread, and the bridge that runs coroutines on it.
 
-    def __init__(self) -> None:
+    The embedded engine runs its core here; the wire client runs its connection here. Either
+    way callbacks run on this thread, so `block` refuses to wait on it (R-H3).
+    """
+
+    def __init__(self, name: str = "turnloom-loop") -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="turnloom-loop", daemon=True
-        )
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self.thread.start()
 
     def on_loop_thread(self) -> bool:
+        """Whether the caller runs on the loop thread (in a callback)."""
         return threading.current_thread() is self.thread
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `coro` on the loop; a future of its result."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def block(self, coro: Coroutine[Any, Any, T], name: str, timeout: float | None = None) -> T:
+        """Run `coro` on the loop and wait (BlockingCallInCallback on the loop thread, 1003)."""
         if self.on_loop_thread():
             coro.close()
             raise BlockingCallInCallback(
-                f"{name}() blocks until the engine answers, but it was called on the engine's "
-                f"loop thread (from a callback), which is the thread that must answer it; use "
-                f"{name}_async() from callbacks"
+                f"{name}() blocks until its answer arrives on the loop thread "
+                f"{self.thread.name!r}, but it was called on that thread (from a callback), "
+                f"which would then never answer it; use {name}_async() from callbacks"
             )
         future = self.submit(coro)
         try:
@@ -72,6 +77,7 @@ class _LoopThread:
             ) from None
 
     def stop(self) -> None:
+        """Stop the loop and join its thread."""
         if self.loop.is_closed():
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -81,11 +87,12 @@ class _LoopThread:
 
 
 class Agent:
-    """An agent of an embedded `Engine`: blocking calls, `*_async` futures, callbacks."""
+    """An agent of an `Engine` or of a wire connection: blocking calls, `*_async` futures,
+    callbacks. The same class either way; only the coroutine agent underneath differs."""
 
     __slots__ = ("_agent", "_runner")
 
-    def __init__(self, agent: AsyncAgent, runner: _LoopThread) -> None:
+    def __init__(self, agent: AsyncAgentAPI, runner: _LoopThread) -> None:
         self._agent = agent
         self._runner = runner
 
@@ -216,30 +223,17 @@ class Agent:
         return self._runner.submit(self._agent.retry_paused_tool_batch())
 
 
-class Engine:
-    """An embedded engine: agents in this process, the engine loop on a background thread."""
+class EngineFace:
+    """The blocking face of an engine, embedded or remote: create agents, close, `with`."""
 
-    def __init__(
-        self,
-        models: ModelBackend | Iterable[ModelBackend] | None = None,
-        *,
-        clock: Clock | None = None,
-        settings: EngineSettings | None = None,
-    ) -> None:
-        self._runner = _LoopThread()
-        self._engine = AsyncEngine(models, clock=clock, settings=settings)
-        self._runner.block(self._engine.__aenter__(), "Engine")
+    _runner: _LoopThread
+    _engine: AsyncEngineAPI
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> EngineFace:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def models(self) -> Mapping[str, ModelBackend]:
-        """The loaded models by name."""
-        return self._engine.models
 
     def create_agent(
         self,
@@ -264,3 +258,28 @@ class Engine:
         if not self._runner.on_loop_thread():
             self._runner.block(self._engine.aclose(), "close")
         self._runner.stop()
+
+
+class Engine(EngineFace):
+    """An embedded engine: agents in this process, the engine loop on a background thread."""
+
+    _engine: AsyncEngine
+
+    def __init__(
+        self,
+        models: ModelBackend | Iterable[ModelBackend] | None = None,
+        *,
+        clock: Clock | None = None,
+        settings: EngineSettings | None = None,
+    ) -> None:
+        self._runner = _LoopThread()
+        self._engine = AsyncEngine(models, clock=clock, settings=settings)
+        self._runner.block(self._engine.__aenter__(), "Engine")
+
+    def __enter__(self) -> Engine:
+        return self
+
+    @property
+    def models(self) -> Mapping[str, ModelBackend]:
+        """The loaded models by name."""
+        return self._engine.models

@@ -17,6 +17,8 @@ class ErrorCode(enum.IntEnum):
     Timeout = 1003
     ServerShuttingDown = 2001
     SessionNotReady = 2002
+    #: beyond the seeds: a per-session or per-server limit of the wire server was reached.
+    SessionLimitExceeded = 2003
     InvalidAgentId = 3001
     AgentAlreadyDestroyed = 3002
     GraphCompilationFailed = 3003

@@ -1,0 +1,417 @@
+"""The Python client: `turnloom.connect(host, port)` gives an engine whose agents have exactly
+the embedded API (R-H1), the same `turnloom.Agent` class over a wire agent instead of an
+in-process one.
+
+How a blocking `send_message` / `resume` "returns at the next pause or completion" over the
+wire: the server writes a request's reply before anything the turn does afterwards, so once the
+Ack is in, the next `NodeEvent` paused or `TurnComplete` of that agent is the answer. The
+waiter is registered while the Ack is being read, so no event can slip past it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from ..engine.graph import GraphDescription
+from ..engine.params import NodeParams, params_to_mapping
+from ..engine.results import PauseInfo, Step, ToolResult, TurnResult, normalize_tool_results
+from ..host.dispatch import (
+    AnswerTextCallback,
+    CallbackDispatch,
+    PausedCallback,
+    ResumedCallback,
+    ToolCallEventCallback,
+    ToolCallWithIdCallback,
+    ToolHandler,
+    TurnCompleteCallback,
+)
+from ..host.sync import EngineFace, _LoopThread
+from .connection import Connection
+from .errors import ErrorCode, TurnloomError
+from .frames import DEFAULT_HOST, DEFAULT_PORT
+from .graph_codec import graph_to_wire, node_type_of, params_from_wire, to_plain
+from .records import pause_from_wire, result_from_wire, tool_call_from_wire, tool_results_to_wire
+
+log = structlog.get_logger("turnloom.client")
+
+
+class RemoteAsyncAgent:
+    """An agent on a server, driven with coroutines on the client's loop (the API of
+    `AsyncAgent`). Its events arrive as frames and go through the same `CallbackDispatch`
+    as embedded events, so callbacks and registered tools behave the same."""
+
+    def __init__(self, conn: Connection, agent_id: int) -> None:
+        self._conn = conn
+        self._agent_id = agent_id
+        self._dispatch = CallbackDispatch(self._send_batch)
+        #: Callers waiting for the next pause or completion, and for the next completion.
+        self._steps: list[asyncio.Future[Step]] = []
+        self._completions: list[asyncio.Future[TurnResult | None]] = []
+        self._last_result: TurnResult | None = None
+        #: The pause the agent stands at, as last reported (None while running or idle).
+        self._pause: PauseInfo | None = None
+        self._destroyed = False
+
+    @property
+    def agent_id(self) -> int:
+        """The server-wide id of this agent."""
+        return self._agent_id
+
+    @property
+    def last_result(self) -> TurnResult | None:
+        """The completion of the agent's last finished turn (as last reported)."""
+        return self._last_result
+
+    # --- events ------------------------------------------------------------------------------
+
+    def on_frame(self, frame: dict[str, Any]) -> None:
+        """Route one event frame of this agent to the callbacks and the waiters."""
+        kind = frame["type"]
+        try:
+            if kind == "AnswerText":
+                text, delta, final = frame["text"], frame["is_delta"], frame["is_final"]
+                self._notify("on_answer_text", text, delta, final)
+            elif kind == "TurnComplete":
+                self._completed(result_from_wire(frame))
+            elif frame.get("event") == "paused":
+                self._paused(pause_from_wire(frame))
+            elif frame.get("event") == "resumed":
+                self._pause = None
+                self._notify("on_resumed", frame["node_name"], frame["resume_node"])
+            elif frame.get("event") == "tool_call":
+                self._notify("on_tool_call", tool_call_from_wire(frame))
+            else:
+                log.warning("client.unknown_event", agent_id=self._agent_id, event=frame)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("client.bad_event", agent_id=self._agent_id, error=str(exc))
+
+    def _notify(self, method: str, *args: Any) -> None:
+        # As AgentCore.notify: a failing host callback never breaks the client.
+        try:
+            getattr(self._dispatch, method)(self._agent_id, *args)
+        except Exception:
+            log.exception("listener.failed", agent_id=self._agent_id, callback=method)
+
+    def _paused(self, info: PauseInfo) -> None:
+        self._pause = info
+        self._dispatch.auto_resume = None
+        self._notify("on_paused", info, bool(self._steps or self._completions))
+        auto = self._dispatch.auto_resume
+        if auto is None:
+            self._settle(Step(pause=info))
+        else:
+            # Registered tools are resuming: callers wait on through the resume, as embedded,
+            # unless it is refused (then the pause is theirs, with the batch kept).
+            auto.add_done_callback(lambda done: self._auto_answered(done, info))
+
+    def _auto_answered(self, done: asyncio.Future[bool], info: PauseInfo) -> None:
+        accepted = not done.cancelled() and done.exception() is None and done.result()
+        if not accepted and self._pause is info:
+            self._settle(Step(pause=info))
+
+    def _completed(self, result: TurnResult) -> None:
+        self._pause = None
+        self._last_result = result
+        self._notify("on_turn_complete", result)
+        self._settle(Step(result=result))
+        completions, self._completions = self._completions, []
+        for future in completions:
+            if not future.done():
+                future.set_result(result)
+
+    def _settle(self, step: Step) -> None:
+        steps, self._steps = self._steps, []
+        for future in steps:
+            if not future.done():
+                future.set_result(step)
+
+    def fail(self, error: TurnloomError) -> None:
+        """Fail every waiter: the answer it waits for will not come."""
+        waiters: list[asyncio.Future[Any]] = [*self._steps, *self._completions]
+        self._steps, self._completions = [], []
+        for future in waiters:
+            if not future.done():
+                future.set_exception(error)
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def _check_alive(self, operation: str) -> None:
+        if self._destroyed:
+            raise TurnloomError(
+                ErrorCode.AgentAlreadyDestroyed,
+                f"agent {self._agent_id} was destroyed; {operation} refused",
+            )
+
+    async def _call(self, operation: str, message: dict[str, Any], on_reply: Any = None) -> Any:
+        self._check_alive(operation)
+        message["agent_id"] = self._agent_id
+        return await self._conn.request(message, on_reply)
+
+    async def _step_call(
+        self, operation: str, message: dict[str, Any], batch: list[ToolResult] | None = None
+    ) -> Step:
+        step: asyncio.Future[Step] = self._conn.loop.create_future()
+
+        def accepted(frame: dict[str, Any]) -> None:
+            if batch is not None:
+                self._dispatch.drop_batch(batch)
+            self._steps.append(step)
+
+        await self._call(operation, message, accepted)
+        return await self._waiting(step, self._steps)
+
+    @staticmethod
+    async def _waiting(future: asyncio.Future[Any], waiters: list[Any]) -> Any:
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if future in waiters:  # a caller that gave up no longer counts as waiting (R-P6)
+                waiters.remove(future)
+            raise
+
+    def _send_batch(self, batch: list[ToolResult]) -> asyncio.Future[Any]:
+        """The dispatch's hook: resume with registered tools' results, answered later."""
+        message = {
+            "type": "ResumeAgent",
+            "agent_id": self._agent_id,
+            "resume_node": "",
+            "tool_results": tool_results_to_wire(batch),
+        }
+        return self._conn.request(message)
+
+    async def send_message(self, text: str) -> Step:
+        """Start a turn; return at its first pause or at its completion."""
+        return await self._step_call("send_message", {"type": "SendMessage", "text": text})
+
+    async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
+        """Resume the paused turn, plainly or jumping to `resume_node`; return at the next step."""
+        batch = normalize_tool_results(tool_results)
+        message = {
+            "type": "ResumeAgent",
+            "resume_node": resume_node,
+            "tool_results": tool_results_to_wire(batch),
+        }
+        return await self._step_call("resume", message)
+
+    async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
+        """Change a node's mutable params (while idle or paused)."""
+        message: dict[str, Any] = {"type": "ChangeAgentParam", "node_name": node_name}
+        if isinstance(params, Mapping):
+            message["params"] = to_plain(params)
+        elif isinstance(params, NodeParams):
+            message["node_type"] = node_type_of(params)
+            message["params"] = params_to_mapping(params)
+        else:  # the server refuses it (3007), naming what it got
+            message["node_type"] = type(params).__name__
+            message["params"] = {}
+        await self._call("change_params", message)
+
+    async def get_params(self, node_name: str) -> NodeParams:
+        """A copy of a node's current params."""
+
+        def params_of(frame: dict[str, Any]) -> NodeParams:
+            return params_from_wire(node_name, frame["node_type"], frame["params"])
+
+        message = {"type": "GetAgentParam", "node_name": node_name}
+        return await self._call("get_params", message, params_of)
+
+    async def cancel(self) -> bool:
+        """Cancel the open turn; False if there was none."""
+        reply = await self._call("cancel", {"type": "Cancel"})
+        return bool(reply["cancelled"])
+
+    async def destroy(self) -> None:
+        """Cancel any open turn and destroy the agent."""
+
+        def destroyed(frame: dict[str, Any]) -> None:
+            self._destroyed = True
+            self._conn.sinks.pop(self._agent_id, None)
+
+        await self._call("destroy", {"type": "DestroyAgent"}, destroyed)
+
+    async def wait(self) -> Step:
+        """Wait until the turn is paused or finished (returns at once if it already is)."""
+
+        def step_of(frame: dict[str, Any]) -> Step | asyncio.Future[Step]:
+            if frame["state"] == "idle":
+                last = frame.get("last_result")
+                return Step(result=result_from_wire(last)) if last else Step()
+            if frame["state"] == "paused" and frame.get("pause"):
+                return Step(pause=pause_from_wire(frame["pause"]))
+            future: asyncio.Future[Step] = self._conn.loop.create_future()
+            self._steps.append(future)
+            return future
+
+        got = await self._call("wait", {"type": "GetAgentState"}, step_of)
+        return got if isinstance(got, Step) else await self._waiting(got, self._steps)
+
+    async def wait_complete(self) -> TurnResult | None:
+        """Wait until the open turn ends, through any pauses; the last result if none is open."""
+
+        def result_of(frame: dict[str, Any]) -> Any:
+            if frame["state"] == "idle":
+                last = frame.get("last_result")
+                return result_from_wire(last) if last else None
+            future: asyncio.Future[TurnResult | None] = self._conn.loop.create_future()
+            self._completions.append(future)
+            return future
+
+        got = await self._call("wait_complete", {"type": "GetAgentState"}, result_of)
+        if isinstance(got, asyncio.Future):
+            return await self._waiting(got, self._completions)
+        return got
+
+    def set_on_paused(self, callback: PausedCallback | None) -> None:
+        """`callback(node_name, pending_exit)` when a turn pauses."""
+        self._dispatch.paused = callback
+
+    def set_on_resumed(self, callback: ResumedCallback | None) -> None:
+        """`callback(node_name, resume_node)` when a paused turn goes on."""
+        self._dispatch.resumed = callback
+
+    def set_on_answer_text(self, callback: AnswerTextCallback | None) -> None:
+        """`callback(text, is_delta, is_final)` for each piece of reply text."""
+        self._dispatch.answer_text = callback
+
+    def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
+        """`callback(result)` once per turn, when it ends."""
+        self._dispatch.turn_complete = callback
+
+    def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
+        """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
+        self._dispatch.tool_call_with_id = callback
+
+    def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
+        """`callback(ToolCallEvent)` for each notified tool call."""
+        self._dispatch.tool_call_event = callback
+
+    def register_tool(self, name: str, handler: ToolHandler | None) -> None:
+        """Run `handler(call)` on the client's loop when a pausing ToolCall pauses on `name`,
+        then resume (R-T8); see `AsyncAgent.register_tool`."""
+        if handler is None:
+            self._dispatch.tools.pop(name, None)
+        else:
+            self._dispatch.tools[name] = handler
+
+    def has_paused_tool_batch(self) -> bool:
+        """Whether an automatic resume with registered tools' results was refused and kept."""
+        return self._dispatch.kept_batch is not None
+
+    async def retry_paused_tool_batch(self) -> Step:
+        """Resume again with the kept batch; return at the next step."""
+        batch = self._dispatch.kept()
+        message = {
+            "type": "ResumeAgent",
+            "resume_node": "",
+            "tool_results": tool_results_to_wire(batch),
+        }
+        return await self._step_call("retry_paused_tool_batch", message, batch)
+
+
+class AsyncRemoteEngine:
+    """A session with a turnloom server, on the running asyncio loop (see `connect_async`)."""
+
+    def __init__(self, conn: Connection, ready: Mapping[str, Any]) -> None:
+        self._conn = conn
+        self.session_id: int = ready["session_id"]
+        self.protocol_version: int = ready["protocol_version"]
+
+    @classmethod
+    async def connect(
+        cls, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
+    ) -> AsyncRemoteEngine:
+        """Open a session (1001 if the server cannot be reached, 5004 on a version mismatch)."""
+        conn, ready = await Connection.open(host, port, timeout)
+        return cls(conn, ready)
+
+    async def __aenter__(self) -> AsyncRemoteEngine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def create_agent(
+        self,
+        graph: GraphDescription,
+        *,
+        enable_diagnostics: bool = False,
+        max_steps_per_turn: int = 64,
+    ) -> RemoteAsyncAgent:
+        """Send `graph` to the server and create an agent over it (3003/3007/3008 if bad)."""
+        if not isinstance(graph, GraphDescription):
+            raise TurnloomError(
+                ErrorCode.InvalidParamValue,
+                f"graph must be a GraphDescription, got {type(graph).__name__}",
+            )
+
+        def created(frame: dict[str, Any]) -> RemoteAsyncAgent:
+            agent = RemoteAsyncAgent(self._conn, frame["agent_id"])
+            self._conn.sinks[agent.agent_id] = agent
+            return agent
+
+        message = {
+            "type": "CreateAgent",
+            "graph": graph_to_wire(graph),
+            "enable_diagnostics": enable_diagnostics,
+            "max_steps_per_turn": max_steps_per_turn,
+        }
+        return await self._conn.request(message, created)
+
+    async def aclose(self, timeout: float = 5.0) -> None:
+        """Destroy the session's agents (their open turns end cancelled, callbacks included),
+        then close the connection."""
+        agents = [a for a in self._conn.sinks.values() if isinstance(a, RemoteAsyncAgent)]
+        if agents and self._conn.error is None:
+            destroying = asyncio.gather(*(a.destroy() for a in agents), return_exceptions=True)
+            try:
+                await asyncio.wait_for(destroying, timeout)
+            except TimeoutError:
+                log.warning("client.close_timeout", agents=len(agents))
+        await self._conn.close(timeout)
+
+
+class RemoteEngine(EngineFace):
+    """A blocking session with a turnloom server: the `Engine` API, agents on the server.
+
+    The connection runs on a background loop thread, where callbacks run too.
+    """
+
+    _engine: AsyncRemoteEngine
+
+    def __init__(
+        self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
+    ) -> None:
+        self._runner = _LoopThread("turnloom-client")
+        try:
+            self._engine = self._runner.block(
+                AsyncRemoteEngine.connect(host, port, timeout=timeout), "connect"
+            )
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def __enter__(self) -> RemoteEngine:
+        return self
+
+    @property
+    def session_id(self) -> int:
+        """The server's id of this session."""
+        return self._engine.session_id
+
+
+def connect(
+    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
+) -> RemoteEngine:
+    """Connect to a turnloom server; use the result exactly like `turnloom.Engine`."""
+    return RemoteEngine(host, port, timeout=timeout)
+
+
+async def connect_async(
+    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
+) -> AsyncRemoteEngine:
+    """Connect on the running loop; use the result exactly like `turnloom.AsyncEngine`."""
+    return await AsyncRemoteEngine.connect(host, port, timeout=timeout)

@@ -1,0 +1,143 @@
+"""Wire framing (R-W1): a 4-byte little-endian length, then one msgpack map.
+
+`FrameDecoder` is sans-IO, like h11: feed it bytes as they arrive and take out whole frames or
+the framing errors they caused. It never raises for bad input, so one bad frame costs its
+sender an `ErrorResponse` and nothing else.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from .errors import ErrorCode
+
+#: Where `python -m turnloom serve` listens and `turnloom.connect` connects when given nothing.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7411
+#: The version this code speaks; a client announces its own in `ConfigureSession` (5004).
+PROTOCOL_VERSION = 1
+#: Largest msgpack body of one frame, in either direction (5003).
+MAX_FRAME_BYTES = 1 << 20
+#: Largest request id (ids are unsigned and fit an int64 in every client language).
+MAX_REQUEST_ID = (1 << 63) - 1
+
+_HEADER = struct.Struct("<I")
+HEADER_BYTES = _HEADER.size
+
+
+class FrameError(Exception):
+    """A frame that cannot be used: `code` (5001, 5002, 5003) and words; its `request_id` if
+    the frame got far enough to name one."""
+
+    def __init__(self, code: ErrorCode, message: str, request_id: int | None = None) -> None:
+        super().__init__(f"[{int(code)}] {message}")
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+def encode_frame(message: Mapping[str, Any], max_bytes: int = MAX_FRAME_BYTES) -> bytes:
+    """One frame for `message` (a map with a `type`); 5003 if the body is over `max_bytes`."""
+    body = msgpack.packb(message, use_bin_type=True)
+    if len(body) > max_bytes:
+        raise FrameError(
+            ErrorCode.FrameTooLarge,
+            f"{message.get('type')} frame is {len(body)} bytes, over the {max_bytes}-byte limit",
+            _request_id_or_none(message.get("request_id")),
+        )
+    return _HEADER.pack(len(body)) + body
+
+
+def _request_id_or_none(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REQUEST_ID
+    return value if ok else None
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """The map of one frame body, with a string `type` and a valid `request_id` (or 5001)."""
+    try:
+        # unpackb, not a streaming Unpacker: the length prefix already delimits the body, and
+        # unpackb refuses trailing bytes (ExtraData), which is what "one map per frame" means.
+        message = msgpack.unpackb(body, raw=False, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        raise FrameError(
+            ErrorCode.MalformedMessage, f"frame body is not one msgpack value ({exc})"
+        ) from None
+    if not isinstance(message, dict):
+        raise FrameError(
+            ErrorCode.MalformedMessage, f"frame body must be a map, got {type(message).__name__}"
+        )
+    raw_id = message.get("request_id")
+    request_id = _request_id_or_none(raw_id)
+    if raw_id is not None and request_id is None:
+        raise FrameError(
+            ErrorCode.MalformedMessage,
+            f"request_id must be an integer in [0, 2^63), got {raw_id!r}",
+        )
+    kind = message.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise FrameError(ErrorCode.MalformedMessage, "frame has no 'type' string field", request_id)
+    return message
+
+
+class FrameDecoder:
+    """Bytes in, frames (dicts) or `FrameError`s out, in order."""
+
+    __slots__ = ("_buffer", "_skip", "max_bytes")
+
+    def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
+        self._buffer = bytearray()
+        #: Largest body accepted; frames announcing more are 5003 and skipped.
+        self.max_bytes = max_bytes
+        #: Bytes of an oversize frame still to be thrown away as they arrive (never buffered).
+        self._skip = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held waiting for the rest of a frame."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> list[dict[str, Any] | FrameError]:
+        """Take `data` and return every frame it completed."""
+        if self._skip:
+            dropped = min(self._skip, len(data))
+            self._skip -= dropped
+            data = data[dropped:]
+        self._buffer += data
+        out: list[dict[str, Any] | FrameError] = []
+        buffer = self._buffer
+        pos = 0
+        while len(buffer) - pos >= HEADER_BYTES:
+            (length,) = _HEADER.unpack_from(buffer, pos)
+            if length > self.max_bytes:
+                # The stream stays in sync: the body is skipped, not parsed, and the session
+                # goes on. The frame's request_id is unknowable without parsing it.
+                out.append(
+                    FrameError(
+                        ErrorCode.FrameTooLarge,
+                        f"frame announces {length} bytes, over the {self.max_bytes}-byte limit; "
+                        "it was skipped",
+                    )
+                )
+                pos += HEADER_BYTES
+                available = len(buffer) - pos
+                dropped = min(length, available)
+                pos += dropped
+                self._skip = length - dropped
+                continue
+            end = pos + HEADER_BYTES + length
+            if end > len(buffer):
+                break
+            body = bytes(buffer[pos + HEADER_BYTES : end])
+            pos = end
+            try:
+                out.append(decode_body(body))
+            except FrameError as error:
+                out.append(error)
+        if pos:
+            del buffer[:pos]
+        return out

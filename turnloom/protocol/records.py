@@ -1,0 +1,91 @@
+"""The engine's result records as plain wire maps and back: tool calls, pauses, completions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..engine.results import PauseInfo, ToolCallEvent, ToolResult, TurnResult, TurnStatus
+
+
+def tool_call_to_wire(event: ToolCallEvent) -> dict[str, Any]:
+    """A tool-call event as a map (R-T4)."""
+    return {
+        "call_id": event.call_id,
+        "tool_name": event.tool_name,
+        "arguments_json": event.arguments_json,
+        "node_name": event.node_name,
+        "disposition": event.disposition,
+        "arguments": event.arguments,
+    }
+
+
+def tool_call_from_wire(data: Mapping[str, Any]) -> ToolCallEvent:
+    """The event a `tool_call_to_wire` map describes."""
+    return ToolCallEvent(
+        call_id=data["call_id"],
+        tool_name=data["tool_name"],
+        arguments_json=data["arguments_json"],
+        node_name=data["node_name"],
+        disposition=data["disposition"],
+        arguments=dict(data.get("arguments") or {}),
+    )
+
+
+def pause_to_wire(info: PauseInfo) -> dict[str, Any]:
+    """A pause as the fields of a `NodeEvent` (event "paused")."""
+    return {
+        "node_name": info.node_name,
+        "pending_exit": info.pending_exit,
+        "pending_target": info.pending_target,
+        "timeout_ms": info.timeout_ms,
+        "pending_calls": [tool_call_to_wire(call) for call in info.pending_calls],
+        "awaits_results": info.awaits_results,
+    }
+
+
+def pause_from_wire(data: Mapping[str, Any]) -> PauseInfo:
+    """The pause a `pause_to_wire` map describes."""
+    return PauseInfo(
+        node_name=data["node_name"],
+        pending_exit=data["pending_exit"],
+        pending_target=data["pending_target"],
+        timeout_ms=data.get("timeout_ms", 0),
+        pending_calls=tuple(tool_call_from_wire(c) for c in data.get("pending_calls") or ()),
+        awaits_results=bool(data.get("awaits_results", False)),
+    )
+
+
+def result_to_wire(result: TurnResult) -> dict[str, Any]:
+    """A completion as the fields of a `TurnComplete` frame (R-D2)."""
+    return {
+        "turn_id": result.turn_id,
+        "status": result.status.value,
+        "text": result.text,
+        "tokens_generated": result.tokens_generated,
+        "error_code": result.error_code,
+        "error_message": result.error_message,
+        "paused_duration_s": result.paused_duration_s,
+        "pause_count": result.pause_count,
+        "debug_info": result.debug_info,
+    }
+
+
+def result_from_wire(data: Mapping[str, Any]) -> TurnResult:
+    """The completion a `result_to_wire` map describes."""
+    return TurnResult(
+        turn_id=data["turn_id"],
+        status=TurnStatus(data["status"]),
+        text=data["text"],
+        tokens_generated=data["tokens_generated"],
+        error_code=data.get("error_code"),
+        error_message=data.get("error_message", ""),
+        paused_duration_s=data.get("paused_duration_s", 0.0),
+        pause_count=data.get("pause_count", 0),
+        debug_info=data.get("debug_info"),
+    )
+
+
+def tool_results_to_wire(batch: list[ToolResult]) -> list[dict[str, str]]:
+    """A results batch as `[{call_id, result}]`."""
+    return [{"call_id": r.call_id, "result": r.result} for r in batch]

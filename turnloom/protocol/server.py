@@ -1,0 +1,149 @@
+"""The asyncio TCP server: one `EngineCore` shared by sessions, one session per connection.
+
+It binds to loopback unless told otherwise (R-W4). Shutdown is graceful: requests are answered
+2001, every session's open turns are cancelled (their completions still go out), then the
+sockets close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import itertools
+from dataclasses import dataclass
+
+import structlog
+
+from ..host.aio import AsyncEngine
+from .errors import ErrorCode, TurnloomError
+from .frames import DEFAULT_HOST, DEFAULT_PORT, MAX_FRAME_BYTES
+from .session import Session
+
+log = structlog.get_logger("turnloom.server")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """What one server and each of its sessions may hold; going over it is refused (2003)."""
+
+    #: Open sessions (connections); one more is told 2003 and closed.
+    max_sessions: int = 256
+    #: Live agents per session; CreateAgent beyond it is 2003.
+    max_agents_per_session: int = 1024
+    #: Bytes of frames written but not yet taken by a client; beyond it the session is closed.
+    max_outbox_bytes: int = 16 * MAX_FRAME_BYTES
+    #: Highest `max_steps_per_turn` a client may ask for: nodes that need no model (a
+    #: CannedResponse loop) run without yielding to the loop, so this bounds one turn's stall.
+    max_steps_per_turn: int = 4096
+    #: Largest frame body in either direction (5003).
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    #: Destroyed agent ids remembered per session (3002 instead of 3001 for them).
+    destroyed_ids_remembered: int = 1024
+    #: How long a closing connection may take to flush before it is aborted.
+    close_timeout_s: float = 5.0
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names only this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Server:
+    """Serves an engine's agents over the wire: `async with Server(engine) as server:`."""
+
+    def __init__(
+        self, engine: AsyncEngine | None = None, *, limits: ServerLimits | None = None
+    ) -> None:
+        self.engine = engine if engine is not None else AsyncEngine()
+        self.limits = limits or ServerLimits()
+        self.sessions: dict[int, Session] = {}
+        self.shutting_down = False
+        self._session_ids = itertools.count(1)
+        self._server: asyncio.Server | None = None
+        self._empty = asyncio.Event()
+        self._empty.set()
+
+    async def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+        """Bind and start accepting (port 0 picks a free port; see `address`)."""
+        await self.engine.__aenter__()  # binds the engine to this loop
+        if not is_loopback(host):
+            log.warning("server.not_loopback", host=host, hint="reachable from other machines")
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: Session(self, next(self._session_ids)), host, port
+        )
+        log.info("server.listening", host=self.address[0], port=self.address[1])
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server listens on."""
+        assert self._server is not None, "the server is not started"
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return host, port
+
+    async def __aenter__(self) -> Server:
+        if self._server is None:
+            await self.start(DEFAULT_HOST, 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def serve_forever(self) -> None:
+        """Run until cancelled (then shut down gracefully)."""
+        assert self._server is not None, "the server is not started"
+        try:
+            await self._server.serve_forever()
+        except asyncio.CancelledError:
+            await self.close()
+            raise
+
+    def admit(self, session: Session) -> TurnloomError | None:
+        """Register a new session, or the reason it is refused."""
+        if self.shutting_down:
+            return TurnloomError(ErrorCode.ServerShuttingDown, "the server is shutting down")
+        if len(self.sessions) >= self.limits.max_sessions:
+            log.warning("server.sessions_full", limit=self.limits.max_sessions)
+            return TurnloomError(
+                ErrorCode.SessionLimitExceeded,
+                f"the server already has {len(self.sessions)} sessions, its limit",
+            )
+        self.sessions[session.session_id] = session
+        self._empty.clear()
+        return None
+
+    def forget(self, session: Session) -> None:
+        """Drop a closed session."""
+        self.sessions.pop(session.session_id, None)
+        if not self.sessions:
+            self._empty.set()
+
+    async def close(self, grace_s: float = 0.1) -> None:
+        """Shut down: answer requests 2001, cancel every session's turns, close the sockets.
+
+        Clients get `grace_s` to read what was sent and hang up themselves.
+        """
+        if self.shutting_down:
+            return
+        self.shutting_down = True
+        log.info("server.shutting_down", sessions=len(self.sessions))
+        if self._server is not None:
+            self._server.close()
+        for session in list(self.sessions.values()):
+            session.begin_shutdown()
+        await self._wait_empty(grace_s)
+        for session in list(self.sessions.values()):
+            session.close()
+        await self._wait_empty(self.limits.close_timeout_s)
+        if self._server is not None:
+            await self._server.wait_closed()
+        log.info("server.closed")
+
+    async def _wait_empty(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._empty.wait(), timeout)

@@ -5,6 +5,15 @@ can pause between nodes so the host can inspect, change params and resume.
 """
 
 from .engine.backends.base import GenerationRequest, GenerationResult, ModelBackend
+from .engine.backends.catalog import (
+    DEFAULT_MODEL,
+    CatalogEntry,
+    ToolGrammar,
+    catalog_entry,
+    catalog_names,
+    register_model,
+)
+from .engine.backends.llama import GenerationStats, LlamaModel
 from .engine.backends.mock import MockModel
 from .engine.clock import Clock, LoopClock, VirtualClock
 from .engine.core import EngineSettings
@@ -31,12 +40,14 @@ from .protocol.errors import ErrorCode, TurnloomError
 from .states import TurnState
 
 __all__ = [
+    "DEFAULT_MODEL",
     "Agent",
     "AsyncAgent",
     "AsyncEngine",
     "AsyncRemoteEngine",
     "BlockingCallInCallback",
     "CannedResponseParams",
+    "CatalogEntry",
     "Clock",
     "Engine",
     "EngineSettings",
@@ -44,7 +55,9 @@ __all__ = [
     "GenerateParams",
     "GenerationRequest",
     "GenerationResult",
+    "GenerationStats",
     "GraphDescription",
+    "LlamaModel",
     "LoopClock",
     "MockModel",
     "ModelBackend",
@@ -62,6 +75,7 @@ __all__ = [
     "ToolCallMode",
     "ToolCallParams",
     "ToolDefinition",
+    "ToolGrammar",
     "ToolParamDefinition",
     "ToolResult",
     "TurnResult",
@@ -69,6 +83,9 @@ __all__ = [
     "TurnStatus",
     "TurnloomError",
     "VirtualClock",
+    "catalog_entry",
+    "catalog_names",
     "connect",
     "connect_async",
+    "register_model",
 ]

@@ -129,3 +129,18 @@ def test_agents_from_an_unchanged_description_share_one_compiled_graph(engine: t
     with pytest.raises(tl.TurnloomError) as info:
         engine.create_agent(g)
     assert info.value.code == Code.InvalidParamValue
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        (tl.GenerateParams(sampling=tl.SamplingParams(temperature=float("nan"))), "temperature"),
+        (tl.GenerateParams(sampling=tl.SamplingParams(top_p=float("inf"))), "top_p"),
+        (tl.ToolCallParams(tools=[tl.ToolDefinition(name=7), tl.ToolDefinition(name=7)]), "name"),  # type: ignore[arg-type]
+    ],
+)
+def test_non_finite_numbers_and_non_string_names_are_3007(
+    engine: tl.Engine, params: tl.NodeParams, field: str
+) -> None:
+    err = create_error(engine, graph_of(("n", params)))
+    assert err.code == Code.InvalidParamValue and field in err.message

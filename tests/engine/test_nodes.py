@@ -223,3 +223,23 @@ def test_generation_over_its_budget_is_4002_and_the_agent_stays_usable(
         assert result.error_code == Code.InferenceTimeout and "2000 ms" in result.error_message
         assert agent.send_message("fast").result.text == "You said: fast"  # type: ignore[union-attr]
         assert clock.pending() == 0
+
+
+def test_a_long_walk_without_a_model_still_yields_to_the_loop(mock_model: tl.MockModel) -> None:
+    g = graph_of(("loop", tl.CannedResponseParams(lines=["."], default_exit="loop")))
+
+    async def main() -> None:
+        async with tl.AsyncEngine(mock_model) as engine:
+            agent = await engine.create_agent(g, max_steps_per_turn=1000)
+            streamed: list[str] = []
+            agent.set_on_answer_text(lambda text, is_delta, is_final: streamed.append(text))
+            turn = asyncio.ensure_future(agent.send_message("go"))
+            while not streamed:
+                await asyncio.sleep(0)
+            # The walk yielded to the loop in mid-walk, which lets this cancel in.
+            assert await agent.cancel() is True
+            result = (await turn).result
+            assert result is not None and result.status == tl.TurnStatus.CANCELLED
+            assert 0 < result.text.count(".") < 1000
+
+    asyncio.run(main())

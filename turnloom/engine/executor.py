@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("turnloom.turn")
 
+_STEPS_PER_YIELD = 8
+
 _STATUS_OF_STATE = {
     TurnState.DONE.value: TurnStatus.SUCCESS,
     TurnState.FAILED.value: TurnStatus.ERROR,
@@ -129,6 +131,12 @@ async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
                     f"max_steps_per_turn is {agent.max_steps} (next node '{node}')"
                 )
             turn.steps += 1
+            if turn.steps % _STEPS_PER_YIELD == 0:
+                # Nodes without a model (CannedResponse, Pause) never await: a long walk of
+                # them must still let the loop serve other agents and sockets.
+                await asyncio.sleep(0)
+                if turn.state != TurnState.RUNNING.value:
+                    return
             params = agent.params[node]
             started = time.perf_counter()
             try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -249,6 +250,8 @@ class ToolDefinition:
 
 
 def _tools_error(tools: list[ToolDefinition]) -> str | None:
+    if not all(isinstance(t, ToolDefinition) and isinstance(t.name, str) for t in tools):
+        return None  # the per-item checks name the bad item
     names = [t.name for t in tools]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -324,7 +327,8 @@ def _type_error(value: Any, tp: Any) -> str | None:
                 return f"item {i} {err}"
         return None
     if tp is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        # NaN would slip through every range check (all comparisons with it are false).
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     elif tp is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif tp is type(None):

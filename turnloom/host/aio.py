@@ -9,7 +9,8 @@ from typing import Any, Protocol, TypeVar
 
 from ..engine.agent import AgentCore
 from ..engine.backends.base import ModelBackend
-from ..engine.backends.mock import MockModel
+from ..engine.backends.catalog import DEFAULT_MODEL
+from ..engine.backends.llama import LlamaModel
 from ..engine.clock import Clock
 from ..engine.core import EngineCore, EngineSettings
 from ..engine.graph import GraphDescription
@@ -33,8 +34,8 @@ T = TypeVar("T")
 
 
 def default_models() -> list[ModelBackend]:
-    """The models an engine loads when given none."""
-    return [MockModel("mock")]
+    """The models an engine loads when given none: the catalog's default (loaded on first use)."""
+    return [LlamaModel.from_catalog(DEFAULT_MODEL)]
 
 
 class AsyncAgentAPI(Protocol):

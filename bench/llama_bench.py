@@ -381,6 +381,7 @@ async def tool_calls(max_tokens: int) -> None:
         for mode in tl.ToolGrammar:
             model.tool_grammar = mode
             outcomes: list[tuple[str, bool]] = []
+            sampled: list[tl.GenerationStats] = []
             times: list[float] = []
             for line, wants_call in TOOL_PROMPTS:
                 agent = await engine.create_agent(graph, enable_diagnostics=True)
@@ -391,6 +392,7 @@ async def tool_calls(max_tokens: int) -> None:
                 assert result is not None and result.debug_info is not None, step
                 diagnostics = result.debug_info["nodes"][0]["diagnostics"]
                 outcomes.append((_classify(diagnostics, declared), wants_call))
+                sampled.append(model.generations[-1])
                 await agent.destroy()
             n = len(outcomes)
             calls = sum(kind == "call" for kind, _ in outcomes)
@@ -404,6 +406,9 @@ async def tool_calls(max_tokens: int) -> None:
                     f"{matched / n:.0%}",
                     f"{statistics.mean(times) * 1000:.0f}",
                     f"{statistics.median(times) * 1000:.0f}",
+                    f"{statistics.mean(g.tokens for g in sampled):.1f}",
+                    # Sampling time per token, prompt evaluation excluded.
+                    f"{_per_token_ms(sampled):.1f}",
                 )
             )
     model.close()
@@ -420,9 +425,17 @@ async def tool_calls(max_tokens: int) -> None:
             "matches the line",
             "ms per call (mean)",
             "(median)",
+            "tokens sampled",
+            "ms per token",
         ],
         rows,
     )
+
+
+def _per_token_ms(generations: list[Any]) -> float:
+    seconds = sum(g.seconds - g.seconds_to_first_token for g in generations)
+    tokens = sum(max(g.tokens - 1, 0) for g in generations)
+    return seconds / max(tokens, 1) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:

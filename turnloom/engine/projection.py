@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +24,15 @@ class Interaction:
     messages: list[ChatMessage] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=512)
+def _parsed(template: str) -> Any:
+    # Parsing is half the cost of a render, and a node renders the same template every turn.
+    return pystache.parse(template)
+
+
 def render_prompt(template: str, context: Mapping[str, Any]) -> str:
     """Render a node's Mustache template (missing tags render empty; nothing is escaped)."""
-    return str(_RENDERER.render(template, context))
+    return str(_RENDERER.render(_parsed(template), context))
 
 
 def _user_block(text: str, prompt_text: str, placement: Placement) -> list[ChatMessage]:

@@ -26,8 +26,8 @@ LLAMA3 = ToolCallFamily.LLAMA3
 MISTRAL = ToolCallFamily.MISTRAL
 GENERIC = ToolCallFamily.GENERIC
 
-# The real templates shipped in llama-cpp-python's vendored llama.cpp (see its README.md).
-TEMPLATES = Path(__file__).resolve().parents[3] / "shared" / "templates"
+# The real templates shipped in llama-cpp-python's vendored llama.cpp (see the README.md there).
+TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "chat_templates"
 
 
 def names_and_args(outcome: ParseOutcome) -> list[tuple[str, dict[str, object]]]:

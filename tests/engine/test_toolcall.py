@@ -598,3 +598,16 @@ def test_recorder_sees_tool_flow(engine: tl.Engine, mock_model: tl.MockModel) ->
     agent.send_message("time")
     agent.resume(tool_results=[("c00000000", "12:00")])
     assert [e[0] for e in rec.events] == ["paused", "resumed", "text", "text", "complete"]
+
+
+def test_editing_an_events_arguments_does_not_change_the_dialog(
+    engine: tl.Engine, mock_model: tl.MockModel
+) -> None:
+    mock_model.push(hermes("set_light", name="porch", on=True), "ok")
+    agent = engine.create_agent(tool_graph(D.AwaitResult))
+    step = agent.send_message("porch on")
+    assert step.pause is not None
+    step.pause.pending_calls[0].arguments["name"] = "HACKED"
+    agent.resume(tool_results=[("c00000000", "lit")])
+    (msg,) = [m for m in answer_chat(mock_model) if m.get("tool_calls")]
+    assert msg["tool_calls"][0]["function"]["arguments"] == {"name": "porch", "on": True}

@@ -6,6 +6,7 @@ prompts stay well-formed for the model's chat template (R-T3).
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Sequence
 
@@ -23,7 +24,9 @@ def call_message(calls: Iterable[ToolCallEvent]) -> ChatMessage:
             {
                 "id": call.call_id,
                 "type": "function",
-                "function": {"name": call.tool_name, "arguments": call.arguments},
+                # A copy: the host holds `call.arguments` and may edit it; the dialog must not
+                # change under the model's feet.
+                "function": {"name": call.tool_name, "arguments": copy.deepcopy(call.arguments)},
             }
             for call in calls
         ],

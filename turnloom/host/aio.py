@@ -21,6 +21,7 @@ from ..states import Rejection
 from .dispatch import (
     AnswerTextCallback,
     CallbackDispatch,
+    DispatchFace,
     PausedCallback,
     ResumedCallback,
     ToolCallEventCallback,
@@ -126,7 +127,7 @@ def _resume_batch(core: AgentCore, batch: list[ToolResult]) -> None:
         raise rejected("retry_paused_tool_batch", core.agent_id, rejection) from None
 
 
-class AsyncAgent:
+class AsyncAgent(DispatchFace):
     """An agent, driven with coroutines on the loop the engine runs on."""
 
     __slots__ = ("_core", "_dispatch")
@@ -193,46 +194,6 @@ class AsyncAgent:
     def last_result(self) -> TurnResult | None:
         """The completion of the agent's last finished turn."""
         return self._core.last_result
-
-    def set_on_paused(self, callback: PausedCallback | None) -> None:
-        """`callback(node_name, pending_exit)` when a turn pauses."""
-        self._dispatch.paused = callback
-
-    def set_on_resumed(self, callback: ResumedCallback | None) -> None:
-        """`callback(node_name, resume_node)` when a paused turn goes on."""
-        self._dispatch.resumed = callback
-
-    def set_on_answer_text(self, callback: AnswerTextCallback | None) -> None:
-        """`callback(text, is_delta, is_final)` for each piece of reply text."""
-        self._dispatch.answer_text = callback
-
-    def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
-        """`callback(result)` once per turn, when it ends."""
-        self._dispatch.turn_complete = callback
-
-    def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
-        """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
-        self._dispatch.tool_call_with_id = callback
-
-    def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
-        """`callback(ToolCallEvent)` for each notified tool call."""
-        self._dispatch.tool_call_event = callback
-
-    def register_tool(self, name: str, handler: ToolHandler | None) -> None:
-        """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume (R-T8).
-
-        For AwaitResult the handlers' return values become the results; for Pause and
-        PauseAndAcknowledge they run for their side effects. `None` unregisters. Handlers run
-        on the engine loop (a coroutine function's result is awaited there).
-        """
-        if handler is None:
-            self._dispatch.tools.pop(name, None)
-        else:
-            self._dispatch.tools[name] = handler
-
-    def has_paused_tool_batch(self) -> bool:
-        """Whether an automatic resume with registered tools' results was refused and kept."""
-        return self._dispatch.kept_batch is not None
 
     async def retry_paused_tool_batch(self) -> Step:
         """Resume again with the kept batch; return at the next step."""

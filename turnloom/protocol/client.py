@@ -19,16 +19,7 @@ import structlog
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams, params_to_mapping
 from ..engine.results import PauseInfo, Step, ToolResult, TurnResult, normalize_tool_results
-from ..host.dispatch import (
-    AnswerTextCallback,
-    CallbackDispatch,
-    PausedCallback,
-    ResumedCallback,
-    ToolCallEventCallback,
-    ToolCallWithIdCallback,
-    ToolHandler,
-    TurnCompleteCallback,
-)
+from ..host.dispatch import CallbackDispatch, DispatchFace
 from ..host.sync import EngineFace, _LoopThread
 from .connection import Connection
 from .errors import ErrorCode, TurnloomError
@@ -39,7 +30,7 @@ from .records import pause_from_wire, result_from_wire, tool_call_from_wire, too
 log = structlog.get_logger("turnloom.client")
 
 
-class RemoteAsyncAgent:
+class RemoteAsyncAgent(DispatchFace):
     """An agent on a server, driven with coroutines on the client's loop (the API of
     `AsyncAgent`). Its events arrive as frames and go through the same `CallbackDispatch`
     as embedded events, so callbacks and registered tools behave the same."""
@@ -264,42 +255,6 @@ class RemoteAsyncAgent:
         if isinstance(got, asyncio.Future):
             return await self._waiting(got, self._completions)
         return got
-
-    def set_on_paused(self, callback: PausedCallback | None) -> None:
-        """`callback(node_name, pending_exit)` when a turn pauses."""
-        self._dispatch.paused = callback
-
-    def set_on_resumed(self, callback: ResumedCallback | None) -> None:
-        """`callback(node_name, resume_node)` when a paused turn goes on."""
-        self._dispatch.resumed = callback
-
-    def set_on_answer_text(self, callback: AnswerTextCallback | None) -> None:
-        """`callback(text, is_delta, is_final)` for each piece of reply text."""
-        self._dispatch.answer_text = callback
-
-    def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
-        """`callback(result)` once per turn, when it ends."""
-        self._dispatch.turn_complete = callback
-
-    def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
-        """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
-        self._dispatch.tool_call_with_id = callback
-
-    def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
-        """`callback(ToolCallEvent)` for each notified tool call."""
-        self._dispatch.tool_call_event = callback
-
-    def register_tool(self, name: str, handler: ToolHandler | None) -> None:
-        """Run `handler(call)` on the client's loop when a pausing ToolCall pauses on `name`,
-        then resume (R-T8); see `AsyncAgent.register_tool`."""
-        if handler is None:
-            self._dispatch.tools.pop(name, None)
-        else:
-            self._dispatch.tools[name] = handler
-
-    def has_paused_tool_batch(self) -> bool:
-        """Whether an automatic resume with registered tools' results was refused and kept."""
-        return self._dispatch.kept_batch is not None
 
     async def retry_paused_tool_batch(self) -> Step:
         """Resume again with the kept batch; return at the next step."""

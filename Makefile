@@ -39,6 +39,8 @@ diagrams: $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.turns
 	$(PY) -m bench.paused_memory
+	$(PY) -m bench.wire_bench
+	$(PY) -m bench.llama_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

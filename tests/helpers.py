@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import turnloom as tl
 
 
@@ -31,3 +33,27 @@ class Recorder:
     def finals(self) -> list[str]:
         """The text of every is_final chunk."""
         return [str(e[1]) for e in self.events if e[0] == "text" and e[3]]
+
+
+def check_answer_chunks(
+    chunks: Sequence[tuple[str, bool, bool]],
+    results: Sequence[tl.TurnResult],
+    open_reply: str | None,
+) -> None:
+    """R-D1 over an agent's whole life: per finished turn, deltas that add up to its reply and
+    exactly one final chunk carrying it; after the last one, only the open turn's deltas."""
+    finals = [i for i, chunk in enumerate(chunks) if chunk[2]]
+    assert len(finals) == len(results)
+    start = 0
+    for index, result in zip(finals, results, strict=True):
+        text, is_delta, _ = chunks[index]
+        assert text == result.text and not is_delta
+        deltas = chunks[start:index]
+        assert all(d[1] and not d[2] for d in deltas)
+        assert "".join(d[0] for d in deltas) == result.text
+        start = index + 1
+    tail = chunks[start:]
+    if open_reply is None:
+        assert tail == [], "text after the turn completed"
+    else:
+        assert "".join(d[0] for d in tail) == open_reply

@@ -56,6 +56,7 @@ from hypothesis.stateful import (
 )
 
 import turnloom as tl
+from tests.helpers import check_answer_chunks
 from turnloom.states import IllegalTransition, Trigger, TurnState, fire, is_legal
 
 # --------------------------------------------------------------------------------------------
@@ -920,21 +921,7 @@ class AgentMachine(RuleBasedStateMachine):
                 assert result.text == turn.reply, (result, turn)
                 assert (result.tokens_generated > 0) == turn.generated, (result, turn)
         # R-D1: exactly one is_final chunk per finished turn, carrying the whole reply.
-        finals = [i for i, c in enumerate(rec.chunks) if c[2]]
-        assert len(finals) == len(rec.results)
-        start = 0
-        for index, result in zip(finals, rec.results, strict=True):
-            text, is_delta, _ = rec.chunks[index]
-            assert text == result.text and not is_delta
-            deltas = rec.chunks[start:index]
-            assert all(d[1] and not d[2] for d in deltas)
-            assert "".join(d[0] for d in deltas) == result.text
-            start = index + 1
-        tail = rec.chunks[start:]
-        if am.turn is None:
-            assert tail == [], "text after the turn completed"
-        else:
-            assert "".join(d[0] for d in tail) == am.turn.reply
+        check_answer_chunks(rec.chunks, rec.results, None if am.turn is None else am.turn.reply)
 
 
 AgentMachine.TestCase.settings = settings(

@@ -6,6 +6,17 @@ from collections.abc import Sequence
 
 import turnloom as tl
 
+#: Tools the ToolCall tests offer: one with typed parameters, one without.
+SET_LIGHT = tl.ToolDefinition(
+    name="set_light",
+    description="Turn a named light on or off.",
+    parameters=[
+        tl.ToolParamDefinition("name", "string", "Which light."),
+        tl.ToolParamDefinition("on", "boolean", "true to turn on."),
+    ],
+)
+GET_TIME = tl.ToolDefinition(name="get_time", description="The time of day.")
+
 
 def graph_of(*nodes: tuple[str, tl.NodeParams], start: str | None = None) -> tl.GraphDescription:
     """A graph of `nodes`, starting at the first, on the mock model."""

@@ -10,20 +10,10 @@ import pytest
 import structlog
 
 import turnloom as tl
-from tests.helpers import Recorder, graph_of
+from tests.helpers import GET_TIME, SET_LIGHT, Recorder, graph_of
 
 Code = tl.ErrorCode
 D = tl.ToolCallDisposition
-
-SET_LIGHT = tl.ToolDefinition(
-    name="set_light",
-    description="Turn a named light on or off.",
-    parameters=[
-        tl.ToolParamDefinition("name", "string", "Which light."),
-        tl.ToolParamDefinition("on", "boolean", "true to turn on."),
-    ],
-)
-GET_TIME = tl.ToolDefinition(name="get_time", description="The time of day.")
 
 
 def hermes(tool: str, **arguments: Any) -> str:
@@ -383,21 +373,10 @@ def test_jump_resume_on_await_result_still_needs_the_batch(
 def test_await_result_timeout_with_exit_closes_calls_with_a_visible_timeout(
     engine: tl.Engine, clock: tl.VirtualClock, mock_model: tl.MockModel
 ) -> None:
-    g = graph_of(
-        (
-            "detect",
-            tl.ToolCallParams(
-                tools=[GET_TIME],
-                disposition=D.AwaitResult,
-                pause_timeout_ms=3000,
-                tool_called_exit="answer",
-                timeout_exit="answer",
-            ),
-        ),
-        ("answer", tl.GenerateParams()),
-    )
     mock_model.push(hermes("get_time"), "I could not check the time.")
-    agent = engine.create_agent(g)
+    agent = engine.create_agent(
+        tool_graph(D.AwaitResult, pause_timeout_ms=3000, timeout_exit="answer")
+    )
     assert agent.send_message("time?").paused
     clock.advance(3)
     result = agent.wait_complete(timeout=5)
@@ -409,20 +388,8 @@ def test_await_result_timeout_with_exit_closes_calls_with_a_visible_timeout(
 def test_await_result_timeout_without_exit_keeps_a_well_formed_interaction(
     engine: tl.Engine, clock: tl.VirtualClock, mock_model: tl.MockModel
 ) -> None:
-    g = graph_of(
-        (
-            "detect",
-            tl.ToolCallParams(
-                tools=[GET_TIME],
-                disposition=D.AwaitResult,
-                pause_timeout_ms=1000,
-                no_tool_called_exit="answer",
-            ),
-        ),
-        ("answer", tl.GenerateParams()),
-    )
     mock_model.push(hermes("get_time"), "no call this time", "Next answer.")
-    agent = engine.create_agent(g)
+    agent = engine.create_agent(tool_graph(D.AwaitResult, pause_timeout_ms=1000))
     agent.send_message("time?")
     clock.advance(1)
     assert agent.wait_complete(timeout=5).status == tl.TurnStatus.PAUSE_TIMED_OUT  # type: ignore[union-attr]

@@ -79,7 +79,7 @@ from hypothesis.stateful import (
 )
 
 import turnloom as tl
-from tests.helpers import check_answer_chunks
+from tests.helpers import GET_TIME, SET_LIGHT, check_answer_chunks
 from turnloom.host.aio import AsyncEngine
 from turnloom.protocol.background import BackgroundServer
 
@@ -140,15 +140,6 @@ START = {"A": "hub", "B": "t_await"}
 MAX_STEPS = 12  # small: hub -> ToolCall -> hub loops inside one turn reach R-G5 (4003)
 ANSWER = "done"
 
-SET_LIGHT = tl.ToolDefinition(
-    name="set_light",
-    description="Turn a named light on or off.",
-    parameters=[
-        tl.ToolParamDefinition("name", "string", "Which light."),
-        tl.ToolParamDefinition("on", "boolean", "true to turn on."),
-    ],
-)
-GET_TIME = tl.ToolDefinition(name="get_time", description="The time of day.")
 DECLARED = ("set_light", "get_time")
 UNDECLARED = "launch"
 

@@ -281,8 +281,8 @@ async def prefix_reuse(rounds: int) -> None:
     import turnloom as tl
 
     model = tl.LlamaModel.from_catalog(n_ctx=2048).load()
-    firsts: list[tl.GenerationStats] = []
-    seconds: list[tl.GenerationStats] = []
+    firsts: list[tl.models.GenerationStats] = []
+    seconds: list[tl.models.GenerationStats] = []
     async with tl.AsyncEngine(model) as engine:
         for _ in range(rounds):
             lore = f"Session {uuid.uuid4()}. " + (
@@ -308,7 +308,7 @@ async def prefix_reuse(rounds: int) -> None:
             seconds.append(model.generations[-1])
     model.close()
 
-    def med(items: list[tl.GenerationStats], attr: str) -> float:
+    def med(items: list[tl.models.GenerationStats], attr: str) -> float:
         return statistics.median(float(getattr(s, attr)) for s in items)
 
     print(f"\n## 2. Prefix reuse: turn 2 of a conversation against turn 1 ({rounds} rounds)\n")
@@ -378,10 +378,10 @@ async def tool_calls(max_tokens: int) -> None:
     )
     rows = []
     async with tl.AsyncEngine(model) as engine:
-        for mode in tl.ToolGrammar:
+        for mode in tl.models.ToolGrammar:
             model.tool_grammar = mode
             outcomes: list[tuple[str, bool]] = []
-            sampled: list[tl.GenerationStats] = []
+            sampled: list[tl.models.GenerationStats] = []
             times: list[float] = []
             for line, wants_call in TOOL_PROMPTS:
                 agent = await engine.create_agent(graph, enable_diagnostics=True)

@@ -155,18 +155,18 @@ def _machine_per_turn(turns: int) -> float:
 
 
 def _shared_machine(turns: int) -> float:
-    from turnloom.states import fire
+    from turnloom.states import Trigger, TurnState, fire
 
     gc.collect()
     t0 = time.perf_counter()
     for _ in range(turns):
         turn = _TurnObj()
-        turn.state = "idle"
-        fire(turn, "start")
-        fire(turn, "pause")
-        fire(turn, "resume")
-        fire(turn, "proceed")
-        fire(turn, "finish")
+        turn.state = TurnState.IDLE
+        fire(turn, Trigger.START)
+        fire(turn, Trigger.PAUSE)
+        fire(turn, Trigger.RESUME)
+        fire(turn, Trigger.PROCEED)
+        fire(turn, Trigger.FINISH)
     seconds = time.perf_counter() - t0
     assert turn.state == "done", turn.state
     return seconds

@@ -1,4 +1,5 @@
-"""Shared fixtures: an engine on a virtual clock with a scripted mock model, embedded or remote.
+"""Shared fixtures: an engine on a virtual clock with a scripted mock model, embedded or remote,
+and a server on loopback for the wire tests.
 
 Every test that takes `engine` runs twice: against the embedded `tl.Engine`, and against a
 `tl.connect` client of a server started in-process on 127.0.0.1 that hosts an engine with the
@@ -8,13 +9,15 @@ both. Tests that reach into the embedded engine's internals are marked `embedded
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 import turnloom as tl
+from tests.wire import RawSession
 from turnloom.host.aio import AsyncEngine
-from turnloom.protocol.background import BackgroundServer
+from turnloom.server import BackgroundServer
 
 ENGINE_KINDS = ("embedded", "remote")
 
@@ -57,3 +60,25 @@ def engine(
         tl.connect(*server.address) as remote,
     ):
         yield remote
+
+
+@pytest.fixture
+def server(clock: tl.VirtualClock, mock_model: tl.MockModel) -> Iterator[BackgroundServer]:
+    """A server on 127.0.0.1 (a free port) hosting the mock model on the virtual clock."""
+    with BackgroundServer(lambda: AsyncEngine(mock_model, clock=clock)) as bg:
+        yield bg
+
+
+@pytest.fixture
+def raw_session(server: BackgroundServer) -> Iterator[Callable[..., RawSession]]:
+    """Open raw sessions (to `server` by default); they are closed before the server is."""
+    opened: list[RawSession] = []
+
+    def open_session(address: tuple[str, int] | None = None, **kwargs: Any) -> RawSession:
+        session = RawSession(address or server.address, **kwargs)
+        opened.append(session)
+        return session
+
+    yield open_session
+    for session in opened:
+        session.close()

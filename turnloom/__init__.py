@@ -2,21 +2,18 @@
 
 An agent is a graph of typed nodes; each user message starts a turn that walks it, and a turn
 can pause between nodes so the host can inspect, change params and resume.
+
+Top level: what a host app needs (engines, agents, graphs and params, results, errors).
+`turnloom.models` has the model backends and catalog, `turnloom.testing` the clocks and the
+scripted mock model; `LlamaModel`, `CatalogEntry`, `register_model`, `MockModel` and
+`VirtualClock` are also here, as the README uses them.
 """
 
-from .engine.backends.base import GenerationRequest, GenerationResult, ModelBackend
-from .engine.backends.catalog import (
-    DEFAULT_MODEL,
-    CatalogEntry,
-    ToolGrammar,
-    catalog_entry,
-    catalog_names,
-    register_model,
-)
-from .engine.backends.llama import GenerationStats, LlamaModel
+from . import models, testing
+from .engine.backends.catalog import CatalogEntry, register_model
+from .engine.backends.llama import LlamaModel
 from .engine.backends.mock import MockModel
-from .engine.clock import Clock, LoopClock, VirtualClock
-from .engine.core import EngineSettings
+from .engine.clock import VirtualClock
 from .engine.graph import GraphDescription
 from .engine.params import (
     CannedResponseParams,
@@ -33,59 +30,118 @@ from .engine.params import (
     ToolParamDefinition,
 )
 from .engine.results import PauseInfo, Step, ToolCallEvent, ToolResult, TurnResult, TurnStatus
-from .engine.tool_parsing import ToolCallFamily
-from .host import Agent, AsyncAgent, AsyncEngine, BlockingCallInCallback, Engine
-from .protocol.client import AsyncRemoteEngine, RemoteEngine, connect, connect_async
-from .protocol.errors import ErrorCode, TurnloomError
+from .engine.runtime import EngineSettings
+from .host import (
+    Agent,
+    AsyncAgent,
+    AsyncEngine,
+    AsyncRemoteEngine,
+    BlockingCallInCallback,
+    Engine,
+    RemoteEngine,
+    connect,
+    connect_async,
+)
+from .protocol.errors import (
+    AgentAlreadyDestroyed,
+    AgentBusy,
+    AgentError,
+    AgentNotPaused,
+    ClientError,
+    ConnectionDropped,
+    ConnectionFailed,
+    ErrorCode,
+    FrameTooLarge,
+    GraphCompilationFailed,
+    InferenceError,
+    InferenceFailed,
+    InferenceTimeout,
+    InvalidAgentId,
+    InvalidExitTarget,
+    InvalidParamValue,
+    InvalidToolResults,
+    MalformedMessage,
+    MaxStepsExceeded,
+    ParamNotMutable,
+    ProtocolError,
+    ProtocolVersionMismatch,
+    ServerError,
+    ServerShuttingDown,
+    SessionLimitExceeded,
+    SessionNotReady,
+    Timeout,
+    TurnloomError,
+    UnknownMessageType,
+    UnknownNode,
+)
 from .states import TurnState
 
 __all__ = [
-    "DEFAULT_MODEL",
     "Agent",
+    "AgentAlreadyDestroyed",
+    "AgentBusy",
+    "AgentError",
+    "AgentNotPaused",
     "AsyncAgent",
     "AsyncEngine",
     "AsyncRemoteEngine",
     "BlockingCallInCallback",
     "CannedResponseParams",
     "CatalogEntry",
-    "Clock",
+    "ClientError",
+    "ConnectionDropped",
+    "ConnectionFailed",
     "Engine",
     "EngineSettings",
     "ErrorCode",
+    "FrameTooLarge",
     "GenerateParams",
-    "GenerationRequest",
-    "GenerationResult",
-    "GenerationStats",
+    "GraphCompilationFailed",
     "GraphDescription",
+    "InferenceError",
+    "InferenceFailed",
+    "InferenceTimeout",
+    "InvalidAgentId",
+    "InvalidExitTarget",
+    "InvalidParamValue",
+    "InvalidToolResults",
     "LlamaModel",
-    "LoopClock",
+    "MalformedMessage",
+    "MaxStepsExceeded",
     "MockModel",
-    "ModelBackend",
     "NodeParams",
+    "ParamNotMutable",
     "PauseInfo",
     "PauseParams",
     "Placement",
+    "ProtocolError",
+    "ProtocolVersionMismatch",
     "RemoteEngine",
     "SamplingParams",
     "Selection",
+    "ServerError",
+    "ServerShuttingDown",
+    "SessionLimitExceeded",
+    "SessionNotReady",
     "Step",
+    "Timeout",
     "ToolCallDisposition",
     "ToolCallEvent",
-    "ToolCallFamily",
     "ToolCallMode",
     "ToolCallParams",
     "ToolDefinition",
-    "ToolGrammar",
     "ToolParamDefinition",
     "ToolResult",
     "TurnResult",
     "TurnState",
     "TurnStatus",
     "TurnloomError",
+    "UnknownMessageType",
+    "UnknownNode",
     "VirtualClock",
-    "catalog_entry",
-    "catalog_names",
     "connect",
     "connect_async",
+    "models",
     "register_model",
+    "testing",
 ]

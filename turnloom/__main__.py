@@ -18,7 +18,7 @@ from .engine.graph import GraphDescription
 from .engine.graph_diagram import draw_graph
 from .host.aio import AsyncEngine
 from .protocol.frames import DEFAULT_HOST, DEFAULT_PORT, PROTOCOL_VERSION
-from .protocol.server import Server, ServerLimits
+from .server import Server, ServerLimits
 from .states.diagrams import turn_machine_dot, turn_machine_mermaid
 
 DIAGRAMS_DIR = Path("diagrams")

@@ -15,7 +15,6 @@ from .engine.backends.base import GenerationRequest, ModelBackend
 from .engine.backends.catalog import DEFAULT_MODEL
 from .engine.backends.llama import LlamaModel
 from .engine.backends.mock import MockModel
-from .engine.core import EngineSettings
 from .engine.graph import GraphDescription
 from .engine.params import (
     CannedResponseParams,
@@ -29,6 +28,7 @@ from .engine.params import (
     ToolParamDefinition,
 )
 from .engine.results import Step, ToolCallEvent
+from .engine.runtime import EngineSettings
 from .host.sync import Agent, Engine
 
 #: What the game answers to check_stock.

@@ -1064,7 +1064,17 @@ SPEC_STATES = (
     "failed",
 )
 SPEC_TERMINAL = ("done", "pause_timed_out", "cancelled", "failed")
-SPEC_TRIGGERS = ("start", "pause", "resume", "proceed", "time_out", "finish", "fail", "cancel")
+SPEC_TRIGGERS = (
+    "start",
+    "pause",
+    "resume",
+    "proceed",
+    "time_out",
+    "finish",
+    "fail",
+    "cancel",
+    "edit",
+)
 
 #: (state, trigger) -> destination; for time_out the destination depends on has_timeout_exit.
 SPEC_TABLE: dict[tuple[str, str], str | dict[bool, str]] = {
@@ -1079,6 +1089,8 @@ SPEC_TABLE: dict[tuple[str, str], str | dict[bool, str]] = {
     ("running", "cancel"): "cancelled",
     ("paused", "cancel"): "cancelled",
     ("resuming", "cancel"): "cancelled",
+    ("idle", "edit"): "idle",  # beyond: change_params is a self-loop while idle or paused
+    ("paused", "edit"): "paused",
 }
 
 
@@ -1101,9 +1113,9 @@ def test_fire_follows_the_spec_table(
     state: TurnState, trigger: Trigger, has_timeout_exit: bool
 ) -> None:
     expected = spec_dest(state.value, trigger.value, has_timeout_exit)
-    assert is_legal(state.value, trigger) == (expected is not None)
+    assert is_legal(state, trigger) == (expected is not None)
     for form in (trigger, trigger.value):
-        turn = SimpleNamespace(state=state.value, has_timeout_exit=has_timeout_exit)
+        turn = SimpleNamespace(state=state, has_timeout_exit=has_timeout_exit)
         if expected is None:
             with pytest.raises(IllegalTransition) as info:
                 fire(turn, form)
@@ -1117,7 +1129,7 @@ def test_fire_follows_the_spec_table(
 @pytest.mark.parametrize("state", SPEC_TERMINAL)
 def test_terminal_states_accept_no_trigger(state: str) -> None:
     for trigger, flag in itertools.product(Trigger, (False, True)):
-        turn = SimpleNamespace(state=state, has_timeout_exit=flag)
+        turn = SimpleNamespace(state=TurnState(state), has_timeout_exit=flag)
         with pytest.raises(IllegalTransition):
             fire(turn, trigger)
         assert turn.state == state
@@ -1125,9 +1137,11 @@ def test_terminal_states_accept_no_trigger(state: str) -> None:
 
 def test_idle_is_only_left_by_start() -> None:
     for trigger, flag in itertools.product(Trigger, (False, True)):
-        turn = SimpleNamespace(state="idle", has_timeout_exit=flag)
+        turn = SimpleNamespace(state=TurnState.IDLE, has_timeout_exit=flag)
         if trigger.value == "start":
             assert fire(turn, trigger) == "running"
+        elif trigger.value == "edit":
+            assert fire(turn, trigger) == "idle"
         else:
             with pytest.raises(IllegalTransition):
                 fire(turn, trigger)

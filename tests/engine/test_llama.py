@@ -52,7 +52,7 @@ def generate_graph(
 def model() -> Iterator[tl.LlamaModel]:
     """The catalog's default model, loaded once for the module; tool calls grammar-required."""
     llama = tl.LlamaModel.from_catalog(
-        tl.DEFAULT_MODEL, name=MODEL, n_ctx=1024, tool_grammar=tl.ToolGrammar.REQUIRED
+        tl.models.DEFAULT_MODEL, name=MODEL, n_ctx=1024, tool_grammar=tl.models.ToolGrammar.REQUIRED
     ).load()
     yield llama
     llama.close()
@@ -69,7 +69,7 @@ def test_engine_without_models_uses_the_catalog_default_lazily() -> None:
     with tl.Engine() as engine:
         (default,) = engine.models.values()
         assert isinstance(default, tl.LlamaModel)
-        assert default.name == tl.DEFAULT_MODEL
+        assert default.name == tl.models.DEFAULT_MODEL
         assert not default.loaded
         assert default.tool_support_error() is None  # the shipped template, no weights needed
 
@@ -232,7 +232,7 @@ def test_instance_pool_runs_agents_in_parallel_and_keeps_each_on_its_instance() 
 
     try:
         one, two = asyncio.run(scenario())
-        by_agent: dict[int, list[tl.GenerationStats]] = {}
+        by_agent: dict[int, list[tl.models.GenerationStats]] = {}
         for stats in pool.generations:
             by_agent.setdefault(stats.agent_id, []).append(stats)
         (a1, a2), (b,) = by_agent[one], by_agent[two]

@@ -17,6 +17,7 @@ from turnloom.engine.backends.llama import (
     tool_call_grammar,
 )
 from turnloom.engine.exchanges import call_message, result_message
+from turnloom.engine.tool_families import FAMILIES
 from turnloom.engine.tool_parsing import parse_tool_calls
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "chat_templates"
@@ -24,11 +25,11 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "chat_templates"
 NO_GGUF = "/nonexistent/model.gguf"
 
 ACCEPTS = {
-    "Qwen-Qwen2.5-7B-Instruct": tl.ToolCallFamily.HERMES,
-    "Qwen-Qwen3-0.6B": tl.ToolCallFamily.HERMES,
-    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": tl.ToolCallFamily.HERMES,
-    "meta-llama-Llama-3.2-3B-Instruct": tl.ToolCallFamily.LLAMA3,
-    "mistralai-Mistral-Nemo-Instruct-2407": tl.ToolCallFamily.MISTRAL,
+    "Qwen-Qwen2.5-7B-Instruct": tl.models.ToolCallFamily.HERMES,
+    "Qwen-Qwen3-0.6B": tl.models.ToolCallFamily.HERMES,
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": tl.models.ToolCallFamily.HERMES,
+    "meta-llama-Llama-3.2-3B-Instruct": tl.models.ToolCallFamily.LLAMA3,
+    "mistralai-Mistral-Nemo-Instruct-2407": tl.models.ToolCallFamily.MISTRAL,
 }
 REJECTS = ["google-gemma-2-2b-it", "microsoft-Phi-3.5-mini-instruct"]
 
@@ -134,7 +135,7 @@ def test_probe_reasons() -> None:
 
 
 @pytest.mark.parametrize(("stem", "family"), sorted(ACCEPTS.items()))
-def test_family_is_detected_from_the_template(stem: str, family: tl.ToolCallFamily) -> None:
+def test_family_is_detected_from_the_template(stem: str, family: tl.models.ToolCallFamily) -> None:
     model = tl.LlamaModel(NO_GGUF, chat_template=template(stem))
     assert model.tool_call_family() is family
 
@@ -143,9 +144,9 @@ def test_catalog_family_override_wins() -> None:
     model = tl.LlamaModel(
         NO_GGUF,
         chat_template=template("Qwen-Qwen2.5-7B-Instruct"),
-        tool_call_family=tl.ToolCallFamily.MISTRAL,
+        tool_call_family=tl.models.ToolCallFamily.MISTRAL,
     )
-    assert model.tool_call_family() is tl.ToolCallFamily.MISTRAL
+    assert model.tool_call_family() is tl.models.ToolCallFamily.MISTRAL
 
 
 # --- rendering tool traffic (R-T9) ------------------------------------------------------------
@@ -166,7 +167,7 @@ def test_real_templates_render_the_engines_call_and_result(stem: str) -> None:
 def test_default_template_renders_gemma_turns_with_tools() -> None:
     text = packaged_template("gemma3-tools.jinja")
     assert probe_chat_template(text) is None
-    assert tl.LlamaModel.from_catalog().tool_call_family() is tl.ToolCallFamily.HERMES
+    assert tl.LlamaModel.from_catalog().tool_call_family() is tl.models.ToolCallFamily.HERMES
     chat = ChatTemplate(text, bos_token="<bos>", eos_token="<eos>")
 
     offered = chat.render(projected_exchange()[:2], [CHECK_STOCK.json_schema()])
@@ -186,7 +187,7 @@ def test_default_template_renders_gemma_turns_with_tools() -> None:
     )
     # What the model is shown as a past call is what the HERMES parser reads back.
     past_call = answered.split("<start_of_turn>model\n")[1].split("<end_of_turn>")[0]
-    (parsed,) = parse_tool_calls(past_call, tl.ToolCallFamily.HERMES).calls
+    (parsed,) = parse_tool_calls(past_call, tl.models.ToolCallFamily.HERMES).calls
     assert parsed.arguments == {"item": "oak shield"}
 
 
@@ -207,17 +208,17 @@ def test_default_template_groups_consecutive_results_in_one_user_turn() -> None:
 # --- grammars ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("family", list(tl.ToolCallFamily))
+@pytest.mark.parametrize("family", list(tl.models.ToolCallFamily))
 @pytest.mark.parametrize("tools", [[CHECK_STOCK], [CHECK_STOCK, HAGGLE]], ids=["one", "two"])
 def test_grammar_head_and_tail_make_a_call_the_family_parser_reads(
-    family: tl.ToolCallFamily, tools: list[tl.ToolDefinition]
+    family: tl.models.ToolCallFamily, tools: list[tl.ToolDefinition]
 ) -> None:
     spec = tool_call_grammar([t.json_schema() for t in tools], family)
     assert "root ::=" in spec.gbnf
     for tool in tools:
         assert json.dumps(tool.name) in spec.forced + spec.gbnf.replace('\\"', '"')
     # Completing the forced head the way the grammar allows must parse as that call.
-    key = "parameters" if family is tl.ToolCallFamily.LLAMA3 else "arguments"
+    key = "parameters" if family is tl.models.ToolCallFamily.LLAMA3 else "arguments"
     body = '{"item": "sword"}}'
     if len(tools) > 1:
         body = f'"check_stock", "{key}": ' + body
@@ -241,12 +242,32 @@ def test_grammar_bounds_strings_and_keeps_declared_types() -> None:
 def test_string_caps_let_the_longest_call_close_within_the_budget(max_tokens: int) -> None:
     tools = [CHECK_STOCK.json_schema(), HAGGLE.json_schema()]
     for chosen in ([tools[0]], tools):
-        caps = string_caps(chosen, tl.ToolCallFamily.HERMES, max_tokens)  # 1 token per char
-        spec = tool_call_grammar(chosen, tl.ToolCallFamily.HERMES, caps)
+        caps = string_caps(chosen, tl.models.ToolCallFamily.HERMES, max_tokens)  # 1 token per char
+        spec = tool_call_grammar(chosen, tl.models.ToolCallFamily.HERMES, caps)
         # The longest completion the grammar allows for check_stock, counted as len() counts.
         longest = '{"item": "' + "0" * caps[0] + '"}}</tool_call>'
         if len(chosen) > 1:
             longest = '"check_stock", "arguments": ' + longest
         assert len(longest) <= max_tokens or caps[0] == 1
         assert spec.gbnf.count("char") >= caps[0]
-    assert string_caps([HAGGLE.json_schema()], tl.ToolCallFamily.HERMES, 10) == [200]  # no str
+    assert string_caps([HAGGLE.json_schema()], tl.models.ToolCallFamily.HERMES, 10) == [
+        200
+    ]  # no str
+
+
+@pytest.mark.parametrize("family", list(tl.models.ToolCallFamily))
+def test_parser_and_grammar_read_the_same_family_table(family: tl.models.ToolCallFamily) -> None:
+    markup = FAMILIES[family]
+    arguments: dict[str, object] = {"item": "oak shield", "count": 2}
+    written = markup.write("check_stock", arguments)
+    # What the table writes, the parser reads back, from the opener and from any marker.
+    for text in [written, *(m + written[len(markup.opener) :] for m in markup.markers)]:
+        (call,) = parse_tool_calls(text, family).calls
+        assert (call.name, call.arguments) == ("check_stock", arguments)
+    # The grammar forces the table's opener and call head, and closes with the table's tail.
+    spec = tool_call_grammar([CHECK_STOCK.json_schema()], family)
+    head = (spec.trigger or "") + spec.forced
+    assert head.startswith(markup.opener)
+    assert written.startswith(head)
+    root = dict(line.split(" ::= ", 1) for line in spec.gbnf.splitlines())["root"]
+    assert root.endswith(json.dumps(markup.tail) if markup.tail else '"}"')

@@ -11,15 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnloom.engine.tool_parsing import (
-    ParsedCall,
-    ParseOutcome,
-    ToolCallFamily,
-    arguments_as_strings,
-    coerce_arguments,
-    detect_family,
-    parse_tool_calls,
-)
+from turnloom.engine.tool_arguments import arguments_as_strings, coerce_arguments
+from turnloom.engine.tool_families import ToolCallFamily, detect_family
+from turnloom.engine.tool_parsing import ParsedCall, ParseOutcome, parse_tool_calls
 
 HERMES = ToolCallFamily.HERMES
 LLAMA3 = ToolCallFamily.LLAMA3

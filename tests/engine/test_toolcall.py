@@ -136,25 +136,25 @@ def test_detect_only_stays_silent_when_no_call(engine: tl.Engine, mock_model: tl
 @pytest.mark.parametrize(
     "family, output",
     [
-        (tl.ToolCallFamily.HERMES, hermes("set_light", name="porch", on=True)),
+        (tl.models.ToolCallFamily.HERMES, hermes("set_light", name="porch", on=True)),
         (
-            tl.ToolCallFamily.LLAMA3,
+            tl.models.ToolCallFamily.LLAMA3,
             '{"name": "set_light", "parameters": {"name": "porch", "on": true}}',
         ),
         (
-            tl.ToolCallFamily.MISTRAL,
+            tl.models.ToolCallFamily.MISTRAL,
             '[TOOL_CALLS][{"name": "set_light", "arguments": {"name": "porch", "on": true}, '
             '"id": "abcdefghi"}]',
         ),
         (
-            tl.ToolCallFamily.GENERIC,
+            tl.models.ToolCallFamily.GENERIC,
             "Calling: ```json\n"
             '{"name": "set_light", "arguments": {"name": "porch", "on": true}}\n```',
         ),
     ],
 )
 def test_calls_are_detected_in_every_family(
-    clock: tl.VirtualClock, family: tl.ToolCallFamily, output: str
+    clock: tl.VirtualClock, family: tl.models.ToolCallFamily, output: str
 ) -> None:
     model = tl.MockModel("mock", [output], family=family)
     with tl.Engine(model, clock=clock) as engine:
@@ -520,7 +520,7 @@ def test_retry_after_a_refusal_for_a_transient_reason(
     mock_model.push(hermes("get_time"), "It is noon.")
     agent = engine.create_agent(tool_graph(D.AwaitResult))
     limit = {"bytes": 1}
-    engine_core = agent._agent._core.engine  # type: ignore[attr-defined]
+    engine_core = agent._agent._core.runtime  # type: ignore[attr-defined]
     engine_core.settings = tl.EngineSettings(max_tool_result_bytes=limit["bytes"])
     agent.register_tool("get_time", lambda call: "noon")
     assert agent.send_message("time").paused and agent.has_paused_tool_batch()

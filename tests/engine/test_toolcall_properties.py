@@ -81,7 +81,7 @@ from hypothesis.stateful import (
 import turnloom as tl
 from tests.helpers import GET_TIME, SET_LIGHT, check_answer_chunks
 from turnloom.host.aio import AsyncEngine
-from turnloom.protocol.background import BackgroundServer
+from turnloom.server import BackgroundServer
 
 D = tl.ToolCallDisposition
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import turnloom as tl
-from turnloom.engine.params import _fields
+from turnloom.engine.fields import param_fields
 from turnloom.protocol.messages import REQUESTS, SERVER_FRAMES
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
@@ -71,7 +71,7 @@ PARAM_CLASSES = [
 
 @pytest.mark.parametrize("cls", PARAM_CLASSES, ids=lambda c: c.__name__)
 def test_every_param_field_is_documented_as_it_is_declared(cls: type) -> None:
-    for field, tp in _fields(cls):
+    for field, tp in param_fields(cls):
         assert row(field, tp).rstrip(" |") in DOC, f"{cls.__name__}.{field.name}: {row(field, tp)}"
 
 

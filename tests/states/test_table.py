@@ -16,6 +16,7 @@ from turnloom.states import (
     IllegalTransition,
     Trigger,
     TurnState,
+    check,
     fire,
     is_legal,
     legal_sources,
@@ -44,23 +45,49 @@ def test_conditional_rows_are_complementary() -> None:
 
 @pytest.mark.parametrize("has_exit, dest", [(True, "resuming"), (False, "pause_timed_out")])
 def test_time_out_follows_the_condition(has_exit: bool, dest: str) -> None:
-    turn = SimpleNamespace(state="paused", has_timeout_exit=has_exit)
+    turn = SimpleNamespace(state=TurnState.PAUSED, has_timeout_exit=has_exit)
     assert fire(turn, Trigger.TIME_OUT) == dest
     assert turn.state == dest
 
 
 def test_rejection_names_trigger_and_state_and_changes_nothing() -> None:
-    turn = SimpleNamespace(state="done", has_timeout_exit=False)
+    turn = SimpleNamespace(state=TurnState.DONE, has_timeout_exit=False)
     with pytest.raises(IllegalTransition) as info:
         fire(turn, Trigger.RESUME)
     assert info.value.trigger == "resume" and info.value.state == "done"
-    assert "'resume'" in info.value.message and "'done'" in info.value.message
+    assert info.value.message == "can't resume when turn is done"
     assert turn.state == "done"
+
+
+def test_check_names_the_operation_and_changes_nothing() -> None:
+    turn = SimpleNamespace(state=TurnState.RUNNING, has_timeout_exit=False)
+    with pytest.raises(IllegalTransition) as info:
+        check(turn, Trigger.EDIT, "agent 7: change_params refused")
+    assert info.value.message == "agent 7: change_params refused: can't edit when turn is running"
+    assert turn.state is TurnState.RUNNING
+    check(SimpleNamespace(state=TurnState.PAUSED), Trigger.EDIT)  # legal: no error
+
+
+def test_the_runtime_machine_keeps_states_as_turn_states() -> None:
+    turn = SimpleNamespace(state=TurnState.IDLE, has_timeout_exit=False)
+    for trigger in (Trigger.EDIT, Trigger.START, Trigger.PAUSE, Trigger.EDIT):
+        fire(turn, trigger)
+        assert type(turn.state) is TurnState
+    assert turn.state is TurnState.PAUSED
+
+
+def test_edit_is_a_self_loop_of_idle_and_paused_only() -> None:
+    rows = [row for row in TRANSITIONS if row.trigger is Trigger.EDIT]
+    assert {(row.sources, row.dest) for row in rows} == {
+        ((TurnState.IDLE,), TurnState.IDLE),
+        ((TurnState.PAUSED,), TurnState.PAUSED),
+    }
+    assert "edit" in turn_machine_mermaid() and "edit" in turn_machine_dot()
 
 
 def test_one_shared_machine_holds_no_turn() -> None:
     for _ in range(100):
-        turn = SimpleNamespace(state="idle", has_timeout_exit=False)
+        turn = SimpleNamespace(state=TurnState.IDLE, has_timeout_exit=False)
         for trigger in ("start", "pause", "resume", "proceed", "finish"):
             fire(turn, trigger)
     assert MACHINE.models == []
@@ -71,7 +98,7 @@ def test_one_shared_machine_holds_no_turn() -> None:
 def test_is_legal_matches_legal_sources() -> None:
     for trigger in Trigger:
         for state in TurnState:
-            assert is_legal(state.value, trigger) == (state in legal_sources(trigger))
+            assert is_legal(state, trigger) == (state in legal_sources(trigger))
     assert legal_sources(Trigger.CANCEL) == OPEN_STATES
 
 

@@ -1,79 +1,83 @@
-"""An agent: one conversation over a compiled graph, with at most one open turn.
+"""An agent: one conversation over a compiled graph, with its current turn.
 
-Every operation runs on the engine loop, checks the agent's state first and raises a
-`Rejection` before touching anything, so a refused call changes nothing (R-E1).
+Every host operation is a trigger on the agent's current turn (R-S4): the table decides whether
+it is legal (`check`), then the operation's argument guards run, then the trigger fires. A
+refused call raises a `Rejection` before touching anything, so it changes nothing (R-E1).
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import random
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import structlog
 
+from ..states import Trigger, TurnState, check, fire, is_legal
 from . import executor
 from .exchanges import check_batch
+from .fields import params_from_mapping
 from .graph import CompiledGraph
-from .params import NodeParams, check_mutation, params_from_mapping
+from .params import NodeParams, check_mutation
 from .projection import Interaction
-from .rejections import (
-    AgentBusy,
-    AgentDestroyed,
-    AgentNotPaused,
-    InvalidParamValue,
-    UnknownNode,
-)
-from .results import AgentListener, Step, TurnResult, normalize_tool_results
+from .rejections import AgentDestroyed, InvalidParamValue, UnknownNode
+from .results import AgentListener, Step, TurnResult, TurnStatus, normalize_tool_results
+from .runtime import Runtime
 from .turn import Turn
 
-if TYPE_CHECKING:
-    from .core import EngineCore
-
 log = structlog.get_logger("turnloom.agent")
+
+#: Statuses whose interaction joins the dialog. A cancelled or failed turn leaves no trace; a
+#: timed-out one keeps its partial interaction so the conversation stays intact (R-P5).
+_KEPT_STATUSES = frozenset({TurnStatus.SUCCESS, TurnStatus.PAUSE_TIMED_OUT})
 
 
 class AgentCore:
     """The engine-side agent. Hosts reach it through `turnloom.Engine` or the wire server."""
 
     __slots__ = (
+        "_on_destroyed",
         "_rng",
         "agent_id",
         "call_seq",
         "destroyed",
         "dialog",
         "enable_diagnostics",
-        "engine",
         "graph",
         "last_result",
         "listener",
         "max_steps",
         "node_state",
         "params",
+        "runtime",
         "turn",
     )
 
     def __init__(
         self,
-        engine: EngineCore,
+        runtime: Runtime,
         agent_id: int,
         graph: CompiledGraph,
         listener: AgentListener,
         *,
         enable_diagnostics: bool,
         max_steps_per_turn: int,
+        on_destroyed: Callable[[int], None] | None = None,
     ) -> None:
-        self.engine = engine
+        self.runtime = runtime
         self.agent_id = agent_id
         self.graph = graph
         self.listener = listener
         self.enable_diagnostics = enable_diagnostics
         self.max_steps = max_steps_per_turn
+        self._on_destroyed = on_destroyed
         # Shared with the graph until the first change_params (copy on write): agents are many.
         self.params: Mapping[str, NodeParams] = graph.nodes
         self.dialog: list[Interaction] = []
-        self.turn: Turn | None = None
+        #: The current turn: the open one, or a fresh idle one when none is open.
+        self.turn = Turn()
         self.last_result: TurnResult | None = None
         self.destroyed = False
         self.node_state: dict[str, dict[str, Any]] = {}
@@ -90,6 +94,11 @@ class AgentCore:
             self._rng = random.Random(self.agent_id)
         return self._rng
 
+    def next_call_id(self) -> str:
+        """A tool call id, `c%08x`, unique for the agent's lifetime (R-T5)."""
+        self.call_seq += 1
+        return f"c{self.call_seq - 1:08x}"
+
     # --- events out --------------------------------------------------------------------------
 
     def notify(self, method: str, *args: Any) -> None:
@@ -99,24 +108,42 @@ class AgentCore:
         except Exception:
             log.exception("listener.failed", agent_id=self.agent_id, callback=method)
 
+    def turn_completed(self, turn: Turn, result: TurnResult) -> None:
+        """Book the one completion of `turn` (R-S3): dialog, a fresh idle turn, the host told."""
+        if result.status in _KEPT_STATUSES:
+            self.dialog.append(turn.interaction)
+        self.turn = Turn()
+        self.last_result = result
+        self.notify("on_answer_text", result.text, False, True)
+        self.notify("on_turn_complete", result)
+        turn.settle_waiters(Step(result=result))
+
     # --- operations --------------------------------------------------------------------------
 
     def _check_alive(self, operation: str) -> None:
         if self.destroyed:
             raise AgentDestroyed(f"agent {self.agent_id} was destroyed; {operation} refused")
 
-    def _describe_turn(self) -> str:
-        return f"turn {self.turn.turn_id} is {self.turn.state}" if self.turn else "no open turn"
+    def _check(self, trigger: Trigger, operation: str) -> None:
+        self._check_alive(operation)
+        check(self.turn, trigger, f"agent {self.agent_id}: {operation} refused")
 
-    def send_message(self, text: str) -> Turn:
-        """Start a turn for the user message `text` (3004 while a turn is open)."""
-        self._check_alive("send_message")
+    def send_message(self, text: str, waiter: asyncio.Future[Step] | None = None) -> Turn:
+        """Start a turn for the user message `text` (`start`; 3004 while a turn is open).
+
+        `waiter` is resolved at the turn's first pause or at its completion; it is registered
+        before the walk starts, so a turn that pauses or ends at once still resolves it.
+        """
+        self._check(Trigger.START, "send_message")
         if not isinstance(text, str):
-            raise InvalidParamValue(f"message must be a string, got {type(text).__name__}")
-        if self.turn is not None:
-            raise AgentBusy(f"agent {self.agent_id}: send_message refused, {self._describe_turn()}")
-        turn = Turn(self.engine.next_turn_id(), Interaction(text), self.enable_diagnostics)
-        self.turn = turn
+            raise InvalidParamValue(
+                f"agent {self.agent_id}: send_message: the message must be a string, "
+                f"got {type(text).__name__}"
+            )
+        turn = self.turn
+        turn.begin(self.runtime.next_turn_id(), text, self.enable_diagnostics)
+        if waiter is not None:
+            turn.add_waiter(waiter)
         executor.start(self, turn)
         return turn
 
@@ -130,18 +157,18 @@ class AgentCore:
         return params
 
     def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
-        """Replace a node's mutable params, whole (a params object) or some fields (a mapping)."""
-        self._check_alive("change_params")
-        if self.turn is not None and self.turn.state != "paused":
-            raise AgentBusy(
-                f"agent {self.agent_id}: change_params refused, {self._describe_turn()}"
-            )
+        """Replace a node's mutable params, whole (a params object) or some fields (a mapping).
+
+        The `edit` trigger: legal while idle or paused (3004 otherwise).
+        """
+        self._check(Trigger.EDIT, "change_params")
         current = self._node(node_name, "change_params")
         if isinstance(params, Mapping):
             proposed = params_from_mapping(type(current), params, base=current)
         else:
             proposed = copy.deepcopy(params)
         check_mutation(node_name, current, proposed)
+        fire(self.turn, Trigger.EDIT)
         if self.params is self.graph.nodes:
             self.params = dict(self.graph.nodes)
         assert isinstance(self.params, dict)
@@ -153,15 +180,22 @@ class AgentCore:
         self._check_alive("get_params")
         return copy.deepcopy(self._node(node_name, "get_params"))
 
-    def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Turn:
-        """Resume the paused turn via its pending exit, or jump to `resume_node`."""
-        self._check_alive("resume")
+    def resume(
+        self,
+        resume_node: str = "",
+        tool_results: Sequence[Any] = (),
+        waiter: asyncio.Future[Step] | None = None,
+    ) -> Turn:
+        """Resume the paused turn via its pending exit, or jump to `resume_node` (`resume`).
+
+        `waiter` is resolved at the next pause or completion (registered before the resume).
+        """
+        self._check(Trigger.RESUME, "resume")
         turn = self.turn
-        if turn is None or turn.state != "paused" or turn.pause is None:
-            raise AgentNotPaused(f"agent {self.agent_id}: resume refused, {self._describe_turn()}")
+        assert turn.pause is not None  # a paused turn always holds its pause
         if resume_node:
             self._node(resume_node, "resume")  # UnknownNode leaves the turn paused
-        settings = self.engine.settings
+        settings = self.runtime.settings
         results = check_batch(
             self.agent_id,
             turn.pause.info,
@@ -169,13 +203,15 @@ class AgentCore:
             max_result_bytes=settings.max_tool_result_bytes,
             max_batch_bytes=settings.max_tool_batch_bytes,
         )
+        if waiter is not None:
+            turn.add_waiter(waiter)
         executor.resume(self, turn, resume_node, results)
         return turn
 
     def cancel(self) -> bool:
-        """End the open turn `cancelled`; False (not an error) when there is none."""
+        """End the open turn `cancelled`; False (not an error) when `cancel` is not legal."""
         self._check_alive("cancel")
-        if self.turn is None:
+        if not is_legal(self.turn.state, Trigger.CANCEL):
             return False
         executor.cancel(self, self.turn)
         return True
@@ -183,17 +219,18 @@ class AgentCore:
     def destroy(self) -> None:
         """Cancel any open turn and refuse every later operation (3002)."""
         self._check_alive("destroy")
-        if self.turn is not None:
+        if is_legal(self.turn.state, Trigger.CANCEL):
             executor.cancel(self, self.turn)
         self.destroyed = True
-        self.engine.forget(self.agent_id)
+        if self._on_destroyed is not None:
+            self._on_destroyed(self.agent_id)
 
     def wait(self) -> Step | None:
         """The step the agent stands at now, or None if its turn is running (then wait)."""
         self._check_alive("wait")
         turn = self.turn
-        if turn is None:
+        if turn.state is TurnState.IDLE:
             return Step(result=self.last_result) if self.last_result else Step()
-        if turn.state == "paused" and turn.pause is not None:
+        if turn.state is TurnState.PAUSED and turn.pause is not None:
             return Step(pause=turn.pause.info)
         return None

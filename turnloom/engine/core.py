@@ -1,38 +1,25 @@
-"""The engine core: models, clock, settings and the agents it hosts, on one event loop."""
+"""The engine core: the runtime (models, clock, settings, loop) and the agents it hosts."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import structlog
 
 from .agent import AgentCore
 from .backends.base import ModelBackend
-from .clock import Clock, LoopClock
+from .clock import Clock
 from .graph import GraphDescription, compile_graph
 from .params import NodeParams, ToolCallParams
 from .rejections import InvalidParamValue, UnknownAgent
 from .results import AgentListener
+from .runtime import EngineSettings, Runtime
 
 log = structlog.get_logger("turnloom.engine")
 
 
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """Engine-wide limits and timings."""
-
-    #: Warn once when a pause outlives this (R-P6); 0 disables the warning.
-    pause_stall_warn_ms: int = 15_000
-    #: Largest single tool result, in bytes of UTF-8 (R-T7).
-    max_tool_result_bytes: int = 64 * 1024
-    #: Largest tool_results batch, in bytes of UTF-8 (R-T7).
-    max_tool_batch_bytes: int = 512 * 1024
-
-
-class EngineCore:
+class EngineCore(Runtime):
     """Hosts agents and their models. Every method runs on the engine loop."""
 
     def __init__(
@@ -43,23 +30,9 @@ class EngineCore:
         settings: EngineSettings | None = None,
         error_code_of: Callable[[BaseException], int | None] = lambda exc: None,
     ) -> None:
-        self.models: dict[str, ModelBackend] = {m.name: m for m in models}
-        self.clock = clock or LoopClock()
-        self.settings = settings or EngineSettings()
-        self.error_code_of = error_code_of
+        super().__init__(models, clock=clock, settings=settings, error_code_of=error_code_of)
         self.agents: dict[int, AgentCore] = {}
         self._agent_ids = itertools.count(1)
-        self._turn_ids = itertools.count(1)
-        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
-
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Attach the engine (and its clock) to the loop it runs on."""
-        self.loop = loop
-        self.clock.bind(loop)
-
-    def next_turn_id(self) -> int:
-        """A turn id unique in this engine."""
-        return next(self._turn_ids)
 
     def _model_error(self, node: str, model: str, params: NodeParams) -> str | None:
         backend = self.models.get(model)
@@ -98,6 +71,7 @@ class EngineCore:
             listener,
             enable_diagnostics=bool(enable_diagnostics),
             max_steps_per_turn=max_steps_per_turn,
+            on_destroyed=self.forget,
         )
         self.agents[agent.agent_id] = agent
         log.debug("agent.created", agent_id=agent.agent_id, nodes=len(compiled.nodes))

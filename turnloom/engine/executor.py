@@ -10,15 +10,16 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import structlog
 
-from ..states import IllegalTransition, Trigger, TurnState, fire
+from ..states import IllegalTransition, Trigger, TurnState, fire, is_legal
 from .backends.base import ModelBackend
 from .clock import Clock
 from .exchanges import result_message, timeout_result
+from .graph import CompiledGraph
 from .nodes import RUNNERS, NodeOutcome
 from .params import NodeParams
 from .projection import Interaction
@@ -32,21 +33,48 @@ from .results import (
     TurnResult,
     TurnStatus,
 )
+from .runtime import Runtime
 from .turn import OpenPause, Turn
-
-if TYPE_CHECKING:
-    from .agent import AgentCore
 
 log = structlog.get_logger("turnloom.turn")
 
 _STEPS_PER_YIELD = 8
 
 _STATUS_OF_STATE = {
-    TurnState.DONE.value: TurnStatus.SUCCESS,
-    TurnState.FAILED.value: TurnStatus.ERROR,
-    TurnState.CANCELLED.value: TurnStatus.CANCELLED,
-    TurnState.PAUSE_TIMED_OUT.value: TurnStatus.PAUSE_TIMED_OUT,
+    TurnState.DONE: TurnStatus.SUCCESS,
+    TurnState.FAILED: TurnStatus.ERROR,
+    TurnState.CANCELLED: TurnStatus.CANCELLED,
+    TurnState.PAUSE_TIMED_OUT: TurnStatus.PAUSE_TIMED_OUT,
 }
+
+
+class TurnOwner(Protocol):
+    """What the executor needs of the agent whose turn it walks (`AgentCore` is one)."""
+
+    agent_id: int
+    runtime: Runtime
+    graph: CompiledGraph
+    params: Mapping[str, NodeParams]
+    max_steps: int
+    dialog: list[Interaction]
+    node_state: dict[str, dict[str, Any]]
+
+    @property
+    def rng(self) -> random.Random:
+        """The agent's random source."""
+        ...
+
+    def notify(self, method: str, *args: Any) -> None:
+        """Tell the agent's listener about an event."""
+        ...
+
+    def next_call_id(self) -> str:
+        """A call id unique for the agent's lifetime."""
+        ...
+
+    def turn_completed(self, turn: Turn, result: TurnResult) -> None:
+        """Book a turn's one completion."""
+        ...
 
 
 class _NodeContext:
@@ -54,7 +82,7 @@ class _NodeContext:
 
     __slots__ = ("agent", "agent_id", "node_name", "turn")
 
-    def __init__(self, agent: AgentCore, turn: Turn, node_name: str) -> None:
+    def __init__(self, agent: TurnOwner, turn: Turn, node_name: str) -> None:
         self.agent = agent
         self.agent_id = agent.agent_id
         self.turn = turn
@@ -70,21 +98,21 @@ class _NodeContext:
 
     @property
     def clock(self) -> Clock:
-        return self.agent.engine.clock
+        return self.agent.runtime.clock
 
     @property
     def rng(self) -> random.Random:
         return self.agent.rng
 
     def backend(self, params: NodeParams) -> ModelBackend:
-        return self.agent.engine.models[self.agent.graph.model_for(params)]
+        return self.agent.runtime.models[self.agent.graph.model_for(params)]
 
     def begin_reply(self) -> None:
         if self.turn.reply_parts:
             self.emit_text("\n")
 
     def emit_text(self, text: str) -> None:
-        if text and self.turn.state == TurnState.RUNNING.value:
+        if text and self.turn.state is TurnState.RUNNING:
             self.turn.reply_parts.append(text)
             self.agent.notify("on_answer_text", text, True, False)
 
@@ -95,34 +123,33 @@ class _NodeContext:
         self.turn.tokens += count
 
     def next_call_id(self) -> str:
-        self.agent.call_seq += 1
-        return f"c{self.agent.call_seq - 1:08x}"
+        return self.agent.next_call_id()
 
     def emit_tool_call(self, event: ToolCallEvent) -> None:
-        if self.turn.state == TurnState.RUNNING.value:
+        if self.turn.state is TurnState.RUNNING:
             self.agent.notify("on_tool_call", event)
 
     def node_state(self) -> dict[str, Any]:
         return self.agent.node_state.setdefault(self.node_name, {})
 
 
-def start(agent: AgentCore, turn: Turn) -> None:
+def start(agent: TurnOwner, turn: Turn) -> None:
     """Start `turn` at the graph's start node."""
     fire(turn, Trigger.START)
     log.debug(
         "turn.started", agent_id=agent.agent_id, turn_id=turn.turn_id, node=agent.graph.start_node
     )
-    turn.task = agent.engine.loop.create_task(_walk(agent, turn, agent.graph.start_node))
+    turn.task = agent.runtime.loop.create_task(_walk(agent, turn, agent.graph.start_node))
 
 
-async def _continue(agent: AgentCore, turn: Turn, node: str) -> None:
-    if turn.state != TurnState.RESUMING.value:
+async def _continue(agent: TurnOwner, turn: Turn, node: str) -> None:
+    if not is_legal(turn.state, Trigger.PROCEED):
         return  # cancelled between the resume and this task starting
     fire(turn, Trigger.PROCEED)
     await _walk(agent, turn, node)
 
 
-async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
+async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
     try:
         while node:
             if turn.steps >= agent.max_steps:
@@ -135,7 +162,7 @@ async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
                 # Nodes without a model (CannedResponse, Pause) never await: a long walk of
                 # them must still let the loop serve other agents and sockets.
                 await asyncio.sleep(0)
-                if turn.state != TurnState.RUNNING.value:
+                if turn.state is not TurnState.RUNNING:
                     return
             params = agent.params[node]
             started = time.perf_counter()
@@ -147,7 +174,7 @@ async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
                 raise InferenceFailed(
                     f"agent {agent.agent_id}: node '{node}' failed: {type(exc).__name__}: {exc}"
                 ) from exc
-            if turn.state != TurnState.RUNNING.value:
+            if turn.state is not TurnState.RUNNING:
                 return  # ended (cancelled) from a callback while the node ran
             debug_index = None
             if turn.debug_nodes is not None:
@@ -173,7 +200,7 @@ async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
             cancel(agent, turn)
         raise
     except TurnFailure as failure:
-        if turn.state in (TurnState.RUNNING.value, TurnState.RESUMING.value):
+        if is_legal(turn.state, Trigger.FAIL):
             fire(turn, Trigger.FAIL)
             complete(agent, turn, failure)
     except IllegalTransition:
@@ -182,7 +209,7 @@ async def _walk(agent: AgentCore, turn: Turn, node: str) -> None:
 
 
 def _pause(
-    agent: AgentCore,
+    agent: TurnOwner,
     turn: Turn,
     node: str,
     params: NodeParams,
@@ -192,7 +219,7 @@ def _pause(
 ) -> None:
     fire(turn, Trigger.PAUSE)
     route = outcome.exit_route
-    engine = agent.engine
+    engine = agent.runtime
     now = engine.clock.now()
     timeout_ms = int(getattr(params, "pause_timeout_ms", 0))
     timeout_target = params.exit_target("timeout") if timeout_ms else ""
@@ -226,19 +253,19 @@ def _pause(
         turn.settle_waiters(Step(pause=info))
 
 
-def _end_pause(agent: AgentCore, turn: Turn) -> OpenPause:
+def _end_pause(agent: TurnOwner, turn: Turn) -> OpenPause:
     pause = turn.pause
     assert pause is not None
     for timer in turn.timers:
         timer.cancel()
     turn.timers = ()
-    turn.paused_duration += agent.engine.clock.now() - pause.started_at
+    turn.paused_duration += agent.runtime.clock.now() - pause.started_at
     turn.pause = None
     return pause
 
 
 def resume(
-    agent: AgentCore, turn: Turn, resume_node: str, results: dict[str, str] | None = None
+    agent: TurnOwner, turn: Turn, resume_node: str, results: dict[str, str] | None = None
 ) -> None:
     """Resume a paused turn via its pending exit, or by jumping to `resume_node`.
 
@@ -260,11 +287,11 @@ def resume(
         next_node=target,
     )
     agent.notify("on_resumed", pause.info.node_name, resume_node)
-    turn.task = agent.engine.loop.create_task(_continue(agent, turn, target))
+    turn.task = agent.runtime.loop.create_task(_continue(agent, turn, target))
 
 
-def _on_timeout(agent: AgentCore, turn: Turn, seq: int) -> None:
-    if turn.state != TurnState.PAUSED.value or turn.pause is None or turn.pause.seq != seq:
+def _on_timeout(agent: TurnOwner, turn: Turn, seq: int) -> None:
+    if not is_legal(turn.state, Trigger.TIME_OUT) or turn.pause is None or turn.pause.seq != seq:
         return  # the resume won the race (R-P8)
     fire(turn, Trigger.TIME_OUT)  # the table picks resuming or pause_timed_out
     pause = _end_pause(agent, turn)
@@ -283,29 +310,29 @@ def _on_timeout(agent: AgentCore, turn: Turn, seq: int) -> None:
         node=pause.info.node_name,
         timeout_exit=pause.timeout_target,
     )
-    if turn.state == TurnState.RESUMING.value:
+    if turn.state is TurnState.RESUMING:
         agent.notify("on_resumed", pause.info.node_name, pause.timeout_target)
-        turn.task = agent.engine.loop.create_task(_continue(agent, turn, pause.timeout_target))
+        turn.task = agent.runtime.loop.create_task(_continue(agent, turn, pause.timeout_target))
     else:
         complete(agent, turn)
 
 
-def _on_stall(agent: AgentCore, turn: Turn, seq: int) -> None:
+def _on_stall(agent: TurnOwner, turn: Turn, seq: int) -> None:
     pause = turn.pause
-    if turn.state != TurnState.PAUSED.value or pause is None or pause.seq != seq:
+    if turn.state is not TurnState.PAUSED or pause is None or pause.seq != seq:
         return
     log.warning(
         "pause.stalled",
         agent_id=agent.agent_id,
         turn_id=turn.turn_id,
         node=pause.info.node_name,
-        paused_ms=round((agent.engine.clock.now() - pause.started_at) * 1000),
+        paused_ms=round((agent.runtime.clock.now() - pause.started_at) * 1000),
         hint="nothing has resumed this pause; resume it, cancel it, or give the node a "
         "pause_timeout_ms",
     )
 
 
-def cancel(agent: AgentCore, turn: Turn) -> None:
+def cancel(agent: TurnOwner, turn: Turn) -> None:
     """End an open turn `cancelled`, stopping a running node."""
     fire(turn, Trigger.CANCEL)
     if turn.pause is not None:
@@ -316,7 +343,7 @@ def cancel(agent: AgentCore, turn: Turn) -> None:
     complete(agent, turn)
 
 
-def complete(agent: AgentCore, turn: Turn, failure: BaseException | None = None) -> None:
+def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None) -> None:
     """Report the one completion of a turn that reached a terminal state (R-S3)."""
     if turn.result is not None:
         return
@@ -339,7 +366,7 @@ def complete(agent: AgentCore, turn: Turn, failure: BaseException | None = None)
         status=status,
         text=text,
         tokens_generated=turn.tokens,
-        error_code=agent.engine.error_code_of(failure) if failure is not None else None,
+        error_code=agent.runtime.error_code_of(failure) if failure is not None else None,
         error_message=str(failure) if failure is not None else "",
         paused_duration_s=turn.paused_duration,
         pause_count=turn.pause_count,
@@ -347,12 +374,6 @@ def complete(agent: AgentCore, turn: Turn, failure: BaseException | None = None)
     )
     turn.result = result
     turn.task = None
-    if status in (TurnStatus.SUCCESS, TurnStatus.PAUSE_TIMED_OUT):
-        # A cancelled or failed turn leaves no trace in the dialog; a timed-out one keeps its
-        # partial interaction so the conversation stays intact (R-P5).
-        agent.dialog.append(turn.interaction)
-    agent.turn = None
-    agent.last_result = result
     log.debug(
         "turn.completed",
         agent_id=agent.agent_id,
@@ -360,6 +381,4 @@ def complete(agent: AgentCore, turn: Turn, failure: BaseException | None = None)
         status=status.value,
         error_code=result.error_code,
     )
-    agent.notify("on_answer_text", text, False, True)
-    agent.notify("on_turn_complete", result)
-    turn.settle_waiters(Step(result=result))
+    agent.turn_completed(turn, result)

@@ -1,52 +1,21 @@
-"""Typed node params, and the one validator that reads their field metadata (R-G3).
+"""Typed node params: one dataclass per node type, and the node-level checks of R-G3.
 
-Each field declares, through `param()`, whether it is structural (fixed at agent creation) and
-its range; `validate_params` and `check_mutation` read that metadata instead of one hand-written
-check per field. Params are dataclasses, frozen by convention: the engine stores its own copies.
+Each field declares through `param()` (see `fields.py`) whether it is structural (fixed at agent
+creation) and its range; `validate_params` and `check_mutation` phrase what the generic validator
+finds as rejections that name the node. Params are dataclasses, frozen by convention: the engine
+stores its own copies.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import enum
-import math
-import types
-import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import pystache.parser
+import pystache
 
+from .fields import invalid_field, param, structural_change
 from .rejections import InvalidParamValue, ParamNotMutable
-
-_MISSING = dataclasses.MISSING
-
-
-def param(
-    default: Any = _MISSING,
-    *,
-    default_factory: Callable[[], Any] | Any = _MISSING,
-    structural: bool = False,
-    min: float | None = None,
-    max: float | None = None,
-    min_len: int | None = None,
-    check: Callable[[Any], str | None] | None = None,
-    doc: str = "",
-) -> Any:
-    """Declare a param field: its default, whether it is structural, and its range."""
-    meta = {
-        "structural": structural,
-        "min": min,
-        "max": max,
-        "min_len": min_len,
-        "check": check,
-        "doc": doc,
-    }
-    if default_factory is not _MISSING:
-        return field(default_factory=default_factory, metadata=meta)
-    return field(default=default, metadata=meta)
 
 
 def exit_param(doc: str) -> Any:
@@ -72,11 +41,54 @@ class Selection(enum.StrEnum):
     Cycle = "cycle"
 
 
+_NOT_MUSTACHE = "is not a valid Mustache template"
+
+
 def _mustache_error(template: str) -> str | None:
+    """Why `template` is not a well-formed Mustache template, or None.
+
+    pystache's parser accepts an unclosed section (rendering then drops everything after its
+    opening tag, the player's message included) and keeps an unclosed tag as literal text. So the
+    tags are walked here first, by pystache's rules: the first closing delimiter ends a tag, tag
+    keys are stripped, and `{{=<% %>=}}` changes the delimiters. Then pystache parses the template
+    for whatever else it rejects.
+    """
+    otag, ctag = "{{", "}}"
+    sections: list[tuple[str, int]] = []  # the open sections: key, position of the opening tag
+    pos = 0
+    while (start := template.find(otag, pos)) >= 0:
+        end = template.find(ctag, start + len(otag))
+        if end < 0:
+            return f"{_NOT_MUSTACHE}: the tag at position {start} has no closing '{ctag}'"
+        tag = template[start : end + len(ctag)]
+        body = template[start + len(otag) : end].strip()
+        pos = end + len(ctag)
+        kind, key = body[:1], body[1:].strip()
+        if not body:
+            return f"{_NOT_MUSTACHE}: the tag '{tag}' at position {start} is empty"
+        if kind in ("#", "^"):
+            sections.append((key, start))
+        elif kind == "/":
+            if not sections:
+                return f"{_NOT_MUSTACHE}: '{tag}' at position {start} closes no open section"
+            if sections[-1][0] != key:
+                return (
+                    f"{_NOT_MUSTACHE}: '{tag}' at position {start} does not close the open "
+                    f"section '{sections[-1][0]}'"
+                )
+            sections.pop()
+        elif kind == "=":
+            delimiters = body[1:-1].split() if len(body) > 1 and body.endswith("=") else []
+            if len(delimiters) != 2:
+                return f"{_NOT_MUSTACHE}: '{tag}' at position {start} is not a delimiter change"
+            otag, ctag = delimiters
+    if sections:
+        key, start = sections[-1]
+        return f"{_NOT_MUSTACHE}: the section '{key}' opened at position {start} is never closed"
     try:
-        pystache.parser.parse(template)
+        pystache.parse(template)
     except Exception as exc:  # pystache raises a few unrelated types for bad templates
-        return f"is not a valid Mustache template ({exc})"
+        return f"{_NOT_MUSTACHE} ({exc})"
     return None
 
 
@@ -292,90 +304,9 @@ class ToolCallParams(NodeParams):
         return ("tool_called",) if self.disposition.pauses else ()
 
 
-# --- the validator -----------------------------------------------------------------------------
-
-
-_FIELDS: dict[type, tuple[tuple[dataclasses.Field[Any], Any], ...]] = {}
-
-
-def _fields(cls: type) -> tuple[tuple[dataclasses.Field[Any], Any], ...]:
-    """The dataclass fields of `cls` with their resolved types (cached per class)."""
-    found = _FIELDS.get(cls)
-    if found is None:
-        hints = typing.get_type_hints(cls)
-        found = _FIELDS[cls] = tuple((f, hints[f.name]) for f in dataclasses.fields(cls))
-    return found
-
-
-def field_is_structural(cls: type[NodeParams], name: str) -> bool:
-    """Whether `cls.name` is fixed at agent creation."""
-    return any(f.name == name and f.metadata.get("structural") for f, _ in _fields(cls))
-
-
-def _type_error(value: Any, tp: Any) -> str | None:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        errors = [_type_error(value, arm) for arm in typing.get_args(tp)]
-        return None if any(e is None for e in errors) else errors[0]
-    if origin is list:
-        if not isinstance(value, list):
-            return f"must be a list, got {type(value).__name__}"
-        (item_tp,) = typing.get_args(tp)
-        for i, item in enumerate(value):
-            err = _type_error(item, item_tp)
-            if err:
-                return f"item {i} {err}"
-        return None
-    if tp is float:
-        # NaN would slip through every range check (all comparisons with it are false).
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    elif tp is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif tp is type(None):
-        ok = value is None
-    else:
-        ok = isinstance(value, tp)
-    return None if ok else f"must be {getattr(tp, '__name__', tp)}, got {type(value).__name__}"
-
-
-def _field_error(value: Any, f: dataclasses.Field[Any], tp: Any) -> str | None:
-    err = _type_error(value, tp)
-    if err:
-        return err
-    meta = f.metadata
-    if meta.get("min") is not None and value < meta["min"]:
-        return f"must be >= {meta['min']}, got {value!r}"
-    if meta.get("max") is not None and value > meta["max"]:
-        return f"must be <= {meta['max']}, got {value!r}"
-    if meta.get("min_len") is not None and len(value) < meta["min_len"]:
-        return f"must have at least {meta['min_len']} item(s), got {len(value)}"
-    if meta.get("check") is not None:
-        return typing.cast("str | None", meta["check"](value))
-    return None
-
-
-def _invalid_fields(obj: Any, prefix: str = "") -> tuple[str, str] | None:
-    for f, tp in _fields(type(obj)):
-        value = getattr(obj, f.name)
-        err = _field_error(value, f, tp)
-        if err:
-            return prefix + f.name, err
-        if dataclasses.is_dataclass(value):
-            nested = _invalid_fields(value, prefix + f.name + ".")
-            if nested:
-                return nested
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                if dataclasses.is_dataclass(item):
-                    nested = _invalid_fields(item, f"{prefix}{f.name}[{i}].")
-                    if nested:
-                        return nested
-    return None
-
-
 def validate_params(node_name: str, params: NodeParams) -> None:
     """Raise `InvalidParamValue` naming node and field of a value of wrong type or range."""
-    bad = _invalid_fields(params)
+    bad = invalid_field(params)
     if bad:
         raise InvalidParamValue(f"node '{node_name}': field '{bad[0]}' {bad[1]}")
 
@@ -387,57 +318,10 @@ def check_mutation(node_name: str, current: NodeParams, proposed: NodeParams) ->
             f"node '{node_name}' is a {current.node_type} node; "
             f"got {type(proposed).__name__}, expected {type(current).__name__}"
         )
-    for f, _ in _fields(type(current)):
-        if f.metadata.get("structural") and getattr(proposed, f.name) != getattr(current, f.name):
-            raise ParamNotMutable(
-                f"node '{node_name}': field '{f.name}' is structural (fixed at agent creation); "
-                f"current {getattr(current, f.name)!r}, requested {getattr(proposed, f.name)!r}"
-            )
+    name = structural_change(current, proposed)
+    if name:
+        raise ParamNotMutable(
+            f"node '{node_name}': field '{name}' is structural (fixed at agent creation); "
+            f"current {getattr(current, name)!r}, requested {getattr(proposed, name)!r}"
+        )
     validate_params(node_name, proposed)
-
-
-def _coerce(value: Any, tp: Any, current: Any = None) -> Any:
-    """Bring wire-friendly values (enum values, dicts) to the declared field type, if possible.
-
-    A mapping for a nested params field changes only the fields it names in `current`.
-    """
-    if isinstance(tp, type):
-        if issubclass(tp, enum.Enum) and not isinstance(value, tp):
-            try:
-                return tp(value)
-            except ValueError:
-                return value
-        if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
-            base = current if isinstance(current, tp) else None
-            return params_from_mapping(tp, value, base=base)
-    if typing.get_origin(tp) is list and isinstance(value, list | tuple):
-        (item_tp,) = typing.get_args(tp)
-        return [_coerce(v, item_tp) for v in value]
-    return value
-
-
-def params_from_mapping(cls: type[Any], values: Mapping[str, Any], base: Any = None) -> Any:
-    """Build a `cls` from a mapping (unknown keys are errors), starting from `base` if given."""
-    known = {f.name: tp for f, tp in _fields(cls)}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise InvalidParamValue(f"{cls.__name__} has no field(s) {unknown}")
-    obj = copy.deepcopy(base) if base is not None else cls()
-    for key, value in values.items():
-        setattr(obj, key, _coerce(value, known[key], getattr(obj, key)))
-    return obj
-
-
-def params_to_mapping(params: Any) -> dict[str, Any]:
-    """A plain-data copy of params (enums as their values), for the wire and for logs."""
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, enum.Enum):
-            return v.value
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        if isinstance(v, list | tuple):
-            return [plain(x) for x in v]
-        return v
-
-    return typing.cast("dict[str, Any]", plain(params))

@@ -1,7 +1,7 @@
-"""The engine's rejections: each names the operation, the agent, the node and the state.
-
-Each class corresponds to exactly one error code; the mapping lives in `turnloom.protocol.errors`.
-"""
+"""The engine's rejections of arguments and of dead agents; each names the operation, the agent
+and the node. (Operations refused for the turn's state are `IllegalTransition`s of the turn
+machine.) Each class corresponds to exactly one error code; the mapping lives in
+`turnloom.protocol.codes`."""
 
 from __future__ import annotations
 
@@ -26,10 +26,6 @@ class UnknownAgent(Rejection):
     """No agent has this id."""
 
 
-class AgentBusy(Rejection):
-    """The agent has an open turn (running, paused or resuming)."""
-
-
 class UnknownNode(Rejection):
     """A node name that is not in the agent's graph."""
 
@@ -40,10 +36,6 @@ class ParamNotMutable(Rejection):
 
 class InvalidParamValue(Rejection):
     """A param value has the wrong type or is out of range."""
-
-
-class AgentNotPaused(Rejection):
-    """A resume arrived while the agent had no paused turn."""
 
 
 class InvalidToolResults(Rejection):

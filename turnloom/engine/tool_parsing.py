@@ -1,29 +1,26 @@
 """Parse the text an LLM generated into tool calls, for the call formats of real template families.
 
-The module is pure and dependency-free on purpose: it runs on every generated turn, so malformed
+The markup each family wraps calls in comes from the family table (`tool_families`); this module
+finds it in model output. It is pure on purpose: it runs on every generated turn, so malformed
 model output must never raise; it becomes a clean "no call" plus a diagnostic span instead.
+
+The module is longer than 400 lines because its parts are one job: the extractors, the lenient
+JSON scanning they share and the stage order that picks between them are tuned against each
+other (a span one extractor claims is never read by the next).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import NamedTuple
 
-__all__ = [
-    "ParseOutcome",
-    "ParsedCall",
-    "ToolCallFamily",
-    "arguments_as_strings",
-    "coerce_arguments",
-    "detect_family",
-    "parse_tool_calls",
-]
+from .tool_families import FAMILIES, CallMarkup, ToolCallFamily
+
+__all__ = ["ParseOutcome", "ParsedCall", "parse_tool_calls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +43,6 @@ class ParseOutcome:
     malformed: tuple[str, ...]
 
 
-class ToolCallFamily(StrEnum):
-    """Tool-call markup conventions of chat-template families."""
-
-    HERMES = "hermes"
-    LLAMA3 = "llama3"
-    MISTRAL = "mistral"
-    GENERIC = "generic"
-
-
 class _Item(NamedTuple):
     call: ParsedCall | None  # None: the span looked like a call but did not parse
     raw: str
@@ -74,51 +62,24 @@ _DECODER = json.JSONDecoder()
 _JSON_WS = " \t\r\n"
 _SEPARATORS = _JSON_WS + ";,"
 
-_TOOL_CALL_OPEN = "<tool_call>"
-_TOOL_CALL_CLOSE = "</tool_call>"
-_HERMES_TAG = re.compile(r"</?tool_call>")
-_MISTRAL_MARKER = "[TOOL_CALLS]"
-_PYTHON_TAG = "<|python_tag|>"
 _THINK_OPEN = "<think>"
 _THINK_TAG = re.compile(r"</?think>")
 
 # Bare JSON is only worth decoding where an object opens with a key: this keeps prose such as
 # "use {} here" or "{x}" away from the decoder, whose every failure costs a scan of the text.
 _BARE_CANDIDATE = re.compile(r'(?:\[\s*)?\{\s*"(?:[^"\\]|\\.)*"\s*:', re.DOTALL)
+# The keys families give a call's argument object, in the order a call object is searched for them.
+_ARGUMENT_KEYS = tuple(dict.fromkeys(markup.arguments_key for markup in FAMILIES.values()))
 # A bare object that fails to decode is reported as malformed only if it opened the way models
 # open a call; any other broken brace in prose is just prose.
 _CALLISH = re.compile(
-    r'\{\s*"name"\s*:\s*"[^"\\]*"\s*,\s*"(?:arguments|parameters)"\s*:|\{\s*"arguments"\s*:'
+    r'\{\s*"name"\s*:\s*"[^"\\]*"\s*,\s*"(?:'
+    + "|".join(map(re.escape, _ARGUMENT_KEYS))
+    + r')"\s*:|\{\s*"arguments"\s*:'
 )
 _GLUE = re.compile(r"[\s;,]*")
 _FENCE_HEAD = re.compile(r"```[ \t]*[\w+-]*\s*")
 _FENCE_TAIL = re.compile(r"\s*(?:```|\Z)")
-
-_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
-_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# Returned by converters for "cannot coerce"; None is a legitimate JSON value, so it cannot be.
-_UNCHANGED = object()
-_TRUE_WORDS = frozenset({"true", "1", "yes"})
-_FALSE_WORDS = frozenset({"false", "0", "no"})
-
-
-def detect_family(chat_template: str | None) -> ToolCallFamily:
-    """Guess the tool-call family from a Jinja chat template's text (GENERIC when unsure)."""
-    if not isinstance(chat_template, str) or not chat_template:
-        return ToolCallFamily.GENERIC
-    # Checked before Llama 3: Hermes 2 Pro templates also mention "parameters" in their tool list.
-    if _TOOL_CALL_OPEN in chat_template:
-        return ToolCallFamily.HERMES
-    if _MISTRAL_MARKER in chat_template:
-        return ToolCallFamily.MISTRAL
-    # Header tokens alone mean only "a Llama 3 template"; a tool-less one stays GENERIC.
-    if "<|start_header_id|>" in chat_template and (
-        '"parameters"' in chat_template
-        or _PYTHON_TAG in chat_template
-        or "ipython" in chat_template
-    ):
-        return ToolCallFamily.LLAMA3
-    return ToolCallFamily.GENERIC
 
 
 def parse_tool_calls(text: str, family: ToolCallFamily = ToolCallFamily.GENERIC) -> ParseOutcome:
@@ -144,52 +105,34 @@ def parse_tool_calls(text: str, family: ToolCallFamily = ToolCallFamily.GENERIC)
     return _outcome(text, units)
 
 
-def arguments_as_strings(arguments: Mapping[str, object]) -> dict[str, str]:
-    """Render every argument value as the string the host receives (JSON text for non-strings)."""
-    return {str(key): _as_string(value) for key, value in arguments.items()}
-
-
-def coerce_arguments(
-    arguments: Mapping[str, object], declared: Mapping[str, str]
-) -> dict[str, object]:
-    """Convert argument values to their declared JSON-schema types, keeping what cannot convert."""
-    coerced: dict[str, object] = {}
-    for key, value in arguments.items():
-        declared_type = declared.get(key)
-        if isinstance(declared_type, str):
-            coerced[key] = _coerce(value, declared_type.strip().lower())
-        else:
-            coerced[key] = value
-    return coerced
-
-
 # --- stages -----------------------------------------------------------------------------------
 
 
-def _hermes_units(seg: str) -> list[_Unit]:
+def _paired_units(seg: str, opener: str, closer: str, tags: re.Pattern[str]) -> list[_Unit]:
+    """Calls between an opener and a closer (Hermes' `<tool_call>...</tool_call>`)."""
     units: list[_Unit] = []
 
     def next_tag(pos: int) -> int:
-        match = _HERMES_TAG.search(seg, pos)
+        match = tags.search(seg, pos)
         return match.start() if match else len(seg)
 
     pos = 0
-    while (tag := _HERMES_TAG.search(seg, pos)) is not None:
-        if tag.group() == _TOOL_CALL_CLOSE:
+    while (tag := tags.search(seg, pos)) is not None:
+        if tag.group() == closer:
             # A closer without an opener is still markup the user must not see.
             units.append(_Unit(tag.start(), tag.end(), ()))
             pos = tag.end()
             continue
         items, value_end = _decode_payload(seg, tag.end(), next_tag)
         after = _skip(seg, value_end, _JSON_WS)
-        if seg.startswith(_TOOL_CALL_CLOSE, after):
-            end = after + len(_TOOL_CALL_CLOSE)
-        elif after >= len(seg) or seg.startswith(_TOOL_CALL_OPEN, after):
+        if seg.startswith(closer, after):
+            end = after + len(closer)
+        elif after >= len(seg) or seg.startswith(opener, after):
             # Generation stopped (or moved on) before the closing tag.
             end = value_end if items else after
         else:
-            following = _HERMES_TAG.search(seg, after)
-            if following is not None and following.group() == _TOOL_CALL_CLOSE:
+            following = tags.search(seg, after)
+            if following is not None and following.group() == closer:
                 leftover_end, end = following.start(), following.end()
             else:
                 leftover_end = following.start() if following else len(seg)
@@ -205,6 +148,7 @@ def _hermes_units(seg: str) -> list[_Unit]:
 
 
 def _marker_units(seg: str, marker: str) -> list[_Unit]:
+    """Calls after a marker that has no closer (Mistral's `[TOOL_CALLS]`)."""
     units: list[_Unit] = []
 
     def next_marker(pos: int) -> int:
@@ -223,14 +167,6 @@ def _marker_units(seg: str, marker: str) -> list[_Unit]:
         units.append(_single_raw(seg, _Unit(start, end, tuple(items))))
         pos = max(end, body)
     return units
-
-
-def _mistral_units(seg: str) -> list[_Unit]:
-    return _marker_units(seg, _MISTRAL_MARKER)
-
-
-def _python_tag_units(seg: str) -> list[_Unit]:
-    return _marker_units(seg, _PYTHON_TAG)
 
 
 def _bare_units(seg: str) -> list[_Unit]:
@@ -270,13 +206,33 @@ def _bare_units(seg: str) -> list[_Unit]:
     return [_single_raw(seg, unit) for unit in _glue_and_fence(seg, found)]
 
 
+def _paired(opener: str, closer: str) -> _Extractor:
+    tags = re.compile(f"{re.escape(opener)}|{re.escape(closer)}")
+    return lambda seg: _paired_units(seg, opener, closer, tags)
+
+
+def _marker(marker: str) -> _Extractor:
+    return lambda seg: _marker_units(seg, marker)
+
+
+def _extractors(markup: CallMarkup) -> tuple[_Extractor, ...]:
+    """What reads a family's markup: its opener (with its closer, if any), then its markers."""
+    found: list[_Extractor] = []
+    if markup.opener:
+        found.append(
+            _paired(markup.opener, markup.closer) if markup.closer else _marker(markup.opener)
+        )
+    found.extend(_marker(marker) for marker in markup.markers)
+    return tuple(found)
+
+
 _OWN_MARKUP: dict[ToolCallFamily, tuple[_Extractor, ...]] = {
-    ToolCallFamily.HERMES: (_hermes_units,),
-    ToolCallFamily.MISTRAL: (_mistral_units,),
-    ToolCallFamily.LLAMA3: (_python_tag_units,),
-    ToolCallFamily.GENERIC: (),
+    family: _extractors(markup) if markup.preferred else () for family, markup in FAMILIES.items()
 }
-_TAGGED: tuple[_Extractor, ...] = (_hermes_units, _mistral_units, _python_tag_units)
+# Every family's own markup, in table order (GENERIC prefers none, so it adds nothing).
+_TAGGED: tuple[_Extractor, ...] = tuple(
+    extractor for family in FAMILIES for extractor in _OWN_MARKUP[family]
+)
 _BARE: tuple[_Extractor, ...] = (_bare_units,)
 
 
@@ -495,13 +451,9 @@ def _to_call(value: object, raw: str) -> ParsedCall | None:
     name = value.get("name")
     if not isinstance(name, str) or not name.strip():
         return None
-    if "arguments" in value:
-        arguments = value["arguments"]
-    elif "parameters" in value:
-        arguments = value["parameters"]
-    else:
-        # Inside explicit call markup a function without parameters may omit its arguments.
-        arguments = {}
+    # Inside explicit call markup a function without parameters may omit its arguments.
+    key = next((key for key in _ARGUMENT_KEYS if key in value), None)
+    arguments = {} if key is None else value[key]
     if isinstance(arguments, str):
         arguments = _decode_argument_string(arguments)
     if not isinstance(arguments, dict):
@@ -523,111 +475,3 @@ def _decode_argument_string(text: str) -> object:
         except (ValueError, RecursionError):
             return None
     return value
-
-
-def _as_string(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    # JSON text already gives the convention: true/false, null, 3, 2.5, compact lists/objects.
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return str(value)
-
-
-def _coerce(value: object, declared_type: str) -> object:
-    converted = _CONVERTERS.get(declared_type)
-    if converted is None:
-        return value
-    result = converted(value)
-    return value if result is _UNCHANGED else result
-
-
-def _to_string(value: object) -> object:
-    return _UNCHANGED if value is None else _as_string(value)
-
-
-def _to_boolean(value: object) -> object:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in _TRUE_WORDS:
-            return True
-        if word in _FALSE_WORDS:
-            return False
-        return _UNCHANGED
-    if isinstance(value, int | float) and value in (0, 1):
-        return bool(value)
-    return _UNCHANGED
-
-
-def _to_integer(value: object) -> object:
-    # bool is an int subclass, but True is not an integer argument in JSON schema.
-    if isinstance(value, bool):
-        return _UNCHANGED
-    if isinstance(value, str):
-        value = _parse_number(value.strip())
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return _UNCHANGED
-
-
-def _to_number(value: object) -> object:
-    if isinstance(value, bool):
-        return _UNCHANGED
-    if isinstance(value, int | float):
-        return value
-    if isinstance(value, str):
-        return _parse_number(value.strip())
-    return _UNCHANGED
-
-
-def _parse_number(text: str) -> object:
-    # Regexes rather than bare int()/float(): those also accept "1_000", "nan", "inf" and
-    # non-ASCII digits, none of which a JSON argument means.
-    try:
-        if _INTEGER_TEXT.fullmatch(text):
-            return int(text)
-        if _NUMBER_TEXT.fullmatch(text):
-            number = float(text)
-            return number if math.isfinite(number) else _UNCHANGED
-    except ValueError:  # int() refuses more than sys.get_int_max_str_digits() digits
-        return _UNCHANGED
-    return _UNCHANGED
-
-
-def _to_array(value: object) -> object:
-    if isinstance(value, list):
-        return value
-    if isinstance(value, tuple):
-        return list(value)
-    return _json_of_type(value, list)
-
-
-def _to_object(value: object) -> object:
-    if isinstance(value, dict):
-        return value
-    return _json_of_type(value, dict)
-
-
-def _json_of_type(value: object, kind: type) -> object:
-    if not isinstance(value, str):
-        return _UNCHANGED
-    try:
-        decoded = json.loads(value)
-    except (ValueError, RecursionError):
-        return _UNCHANGED
-    return decoded if isinstance(decoded, kind) else _UNCHANGED
-
-
-_CONVERTERS: dict[str, Callable[[object], object]] = {
-    "string": _to_string,
-    "boolean": _to_boolean,
-    "integer": _to_integer,
-    "number": _to_number,
-    "array": _to_array,
-    "object": _to_object,
-}

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ..states import INITIAL_STATE
+from ..states import INITIAL_STATE, TurnState
 from .clock import TimerHandle
 from .projection import Interaction
 from .results import PauseInfo, Step, TurnResult
@@ -26,7 +26,11 @@ class OpenPause:
 
 
 class Turn:
-    """One walk of the graph for one user message. Small on purpose: 100k may be paused at once."""
+    """One walk of the graph for one user message. Small on purpose: 100k may be paused at once.
+
+    An agent always has a current turn: a fresh one is `idle` (no id, no interaction yet) until
+    `begin` gives it both and the `start` trigger fires (R-S4).
+    """
 
     __slots__ = (
         "debug_nodes",
@@ -46,14 +50,16 @@ class Turn:
         "waiters",
     )
 
-    def __init__(self, turn_id: int, interaction: Interaction, diagnostics: bool) -> None:
-        self.turn_id = turn_id
-        self.state: str = INITIAL_STATE.value
-        self.interaction = interaction
+    #: Set by `begin`; an idle turn has none.
+    interaction: Interaction
+
+    def __init__(self) -> None:
+        self.turn_id = 0
+        self.state: TurnState = INITIAL_STATE
         self.steps = 0
         self.tokens = 0
         self.reply_parts: list[str] = []
-        self.debug_nodes: list[dict[str, Any]] | None = [] if diagnostics else None
+        self.debug_nodes: list[dict[str, Any]] | None = None
         self.pause: OpenPause | None = None
         self.pause_count = 0
         self.pause_seq = 0
@@ -63,14 +69,20 @@ class Turn:
         self.task: asyncio.Task[None] | None = None
         self.result: TurnResult | None = None
 
+    def begin(self, turn_id: int, user_message: str, diagnostics: bool) -> None:
+        """Give an idle turn its id and interaction, before `start` fires."""
+        self.turn_id = turn_id
+        self.interaction = Interaction(user_message)
+        if diagnostics:
+            self.debug_nodes = []
+
     @property
     def has_timeout_exit(self) -> bool:
         """Condition of the `time_out` rows of the transition table."""
         return self.pause is not None and bool(self.pause.timeout_target)
 
-    def add_waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Step]:
-        """A future resolved at the turn's next pause or at its completion."""
-        future: asyncio.Future[Step] = loop.create_future()
+    def add_waiter(self, future: asyncio.Future[Step]) -> asyncio.Future[Step]:
+        """Resolve `future` at the turn's next pause or at its completion."""
         if self.waiters is None:
             self.waiters = []
         self.waiters.append(future)

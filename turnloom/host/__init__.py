@@ -1,7 +1,20 @@
-"""The host API: one agent API with a blocking face (`Engine`) and an asyncio face
-(`AsyncEngine`) over the same engine core."""
+"""The faces a host app holds: one agent API with a blocking face (`Engine`, `Agent`) and an
+asyncio face (`AsyncEngine`, `AsyncAgent`) over the engine core in process, and the same faces
+over the wire (`connect`, `connect_async`: the client, its connection and loop thread)."""
 
 from .aio import AsyncAgent, AsyncEngine
-from .sync import Agent, BlockingCallInCallback, Engine
+from .client import AsyncRemoteEngine, RemoteEngine, connect, connect_async
+from .loop_thread import BlockingCallInCallback
+from .sync import Agent, Engine
 
-__all__ = ["Agent", "AsyncAgent", "AsyncEngine", "BlockingCallInCallback", "Engine"]
+__all__ = [
+    "Agent",
+    "AsyncAgent",
+    "AsyncEngine",
+    "AsyncRemoteEngine",
+    "BlockingCallInCallback",
+    "Engine",
+    "RemoteEngine",
+    "connect",
+    "connect_async",
+]

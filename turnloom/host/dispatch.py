@@ -18,8 +18,6 @@ from typing import Any
 import structlog
 
 from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
-from ..protocol.errors import TurnloomError, to_error
-from ..states import Rejection
 
 log = structlog.get_logger("turnloom.host")
 
@@ -34,19 +32,6 @@ ToolHandler = Callable[[ToolCallEvent], "str | Awaitable[str] | Any"]
 #: Resumes the paused turn plainly with a batch of results. Embedded it runs at once and raises
 #: the host-facing error when refused; over the wire it returns an awaitable that does.
 BatchResume = Callable[[list[ToolResult]], "Awaitable[Any] | None"]
-
-
-def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> TurnloomError:
-    """Log a rejection with its code (R-L1) and turn it into the host-facing error."""
-    error = to_error(rejection)
-    log.info(
-        "rejected",
-        operation=operation,
-        agent_id=agent_id,
-        code=int(error.code),
-        message=rejection.message,
-    )
-    return error
 
 
 class CallbackDispatch(AgentListener):
@@ -190,45 +175,38 @@ class CallbackDispatch(AgentListener):
             raise RuntimeError("no paused tool batch is kept; nothing to retry")
         return self.kept_batch
 
-    def retry(self) -> None:
-        """Resume with the kept batch through a hook that answers at once (embedded): raises
-        the host-facing error if refused and keeps the batch. The wire client retries itself."""
-        batch = self.kept()
-        assert self.resume_batch is not None
-        self.resume_batch(batch)
-        self.drop_batch(batch)
-
 
 class DispatchFace:
-    """The callback setters and tool registry of an agent face (embedded or remote): they all
-    route through the face's `CallbackDispatch`."""
+    """The callback setters and tool registry of every agent face (embedded, remote, blocking):
+    written once here, they all route through the face's `CallbackDispatch`."""
 
     __slots__ = ()
-    _dispatch: CallbackDispatch
+    #: The agent's callbacks and registered tools.
+    dispatch: CallbackDispatch
 
     def set_on_paused(self, callback: PausedCallback | None) -> None:
         """`callback(node_name, pending_exit)` when a turn pauses."""
-        self._dispatch.paused = callback
+        self.dispatch.paused = callback
 
     def set_on_resumed(self, callback: ResumedCallback | None) -> None:
         """`callback(node_name, resume_node)` when a paused turn goes on."""
-        self._dispatch.resumed = callback
+        self.dispatch.resumed = callback
 
     def set_on_answer_text(self, callback: AnswerTextCallback | None) -> None:
         """`callback(text, is_delta, is_final)` for each piece of reply text."""
-        self._dispatch.answer_text = callback
+        self.dispatch.answer_text = callback
 
     def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
         """`callback(result)` once per turn, when it ends."""
-        self._dispatch.turn_complete = callback
+        self.dispatch.turn_complete = callback
 
     def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
         """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
-        self._dispatch.tool_call_with_id = callback
+        self.dispatch.tool_call_with_id = callback
 
     def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
         """`callback(ToolCallEvent)` for each notified tool call."""
-        self._dispatch.tool_call_event = callback
+        self.dispatch.tool_call_event = callback
 
     def register_tool(self, name: str, handler: ToolHandler | None) -> None:
         """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume (R-T8).
@@ -239,10 +217,10 @@ class DispatchFace:
         there).
         """
         if handler is None:
-            self._dispatch.tools.pop(name, None)
+            self.dispatch.tools.pop(name, None)
         else:
-            self._dispatch.tools[name] = handler
+            self.dispatch.tools[name] = handler
 
     def has_paused_tool_batch(self) -> bool:
         """Whether an automatic resume with registered tools' results was refused and kept."""
-        return self._dispatch.kept_batch is not None
+        return self.dispatch.kept_batch is not None

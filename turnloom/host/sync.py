@@ -7,94 +7,36 @@ from a callback would wait for the thread it blocks: it raises at once instead (
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import threading
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..engine.backends.base import ModelBackend
 from ..engine.clock import Clock
-from ..engine.core import EngineSettings
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, TurnResult
-from ..protocol.errors import ErrorCode, TurnloomError
-from .aio import AsyncAgentAPI, AsyncEngine, AsyncEngineAPI
-from .dispatch import (
-    AnswerTextCallback,
-    PausedCallback,
-    ResumedCallback,
-    ToolCallEventCallback,
-    ToolCallWithIdCallback,
-    ToolHandler,
-    TurnCompleteCallback,
-)
-
-T = TypeVar("T")
+from ..engine.runtime import EngineSettings
+from .aio import AsyncEngine
+from .api import AsyncAgentAPI, AsyncEngineAPI
+from .dispatch import CallbackDispatch, DispatchFace
+from .loop_thread import LoopThread
 
 
-class BlockingCallInCallback(RuntimeError):
-    """A blocking call was made on the engine's loop thread (from a callback)."""
-
-
-class _LoopThread:
-    """An event loop on a daemon thread, and the bridge that runs coroutines on it.
-
-    The embedded engine runs its core here; the wire client runs its connection here. Either
-    way callbacks run on this thread, so `block` refuses to wait on it (R-H3).
-    """
-
-    def __init__(self, name: str = "turnloom-loop") -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-
-    def on_loop_thread(self) -> bool:
-        """Whether the caller runs on the loop thread (in a callback)."""
-        return threading.current_thread() is self.thread
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run `coro` on the loop; a future of its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def block(self, coro: Coroutine[Any, Any, T], name: str, timeout: float | None = None) -> T:
-        """Run `coro` on the loop and wait (BlockingCallInCallback on the loop thread, 1003)."""
-        if self.on_loop_thread():
-            coro.close()
-            raise BlockingCallInCallback(
-                f"{name}() blocks until its answer arrives on the loop thread "
-                f"{self.thread.name!r}, but it was called on that thread (from a callback), "
-                f"which would then never answer it; use {name}_async() from callbacks"
-            )
-        future = self.submit(coro)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise TurnloomError(
-                ErrorCode.Timeout, f"{name}() got no answer within {timeout} s"
-            ) from None
-
-    def stop(self) -> None:
-        """Stop the loop and join its thread."""
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        if not self.on_loop_thread():
-            self.thread.join()
-            self.loop.close()
-
-
-class Agent:
+class Agent(DispatchFace):
     """An agent of an `Engine` or of a wire connection: blocking calls, `*_async` futures,
     callbacks. The same class either way; only the coroutine agent underneath differs."""
 
     __slots__ = ("_agent", "_runner")
 
-    def __init__(self, agent: AsyncAgentAPI, runner: _LoopThread) -> None:
+    def __init__(self, agent: AsyncAgentAPI, runner: LoopThread) -> None:
         self._agent = agent
         self._runner = runner
+
+    @property
+    def dispatch(self) -> CallbackDispatch:  # type: ignore[override]
+        """The callbacks and tools of the coroutine agent underneath (it gets the events)."""
+        return self._agent.dispatch
 
     @property
     def agent_id(self) -> int:
@@ -180,38 +122,6 @@ class Agent:
         """`wait_complete` without blocking."""
         return self._runner.submit(self._agent.wait_complete())
 
-    def set_on_paused(self, callback: PausedCallback | None) -> None:
-        """`callback(node_name, pending_exit)` when a turn pauses."""
-        self._agent.set_on_paused(callback)
-
-    def set_on_resumed(self, callback: ResumedCallback | None) -> None:
-        """`callback(node_name, resume_node)` when a paused turn goes on."""
-        self._agent.set_on_resumed(callback)
-
-    def set_on_answer_text(self, callback: AnswerTextCallback | None) -> None:
-        """`callback(text, is_delta, is_final)` for each piece of reply text."""
-        self._agent.set_on_answer_text(callback)
-
-    def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
-        """`callback(result)` once per turn, when it ends."""
-        self._agent.set_on_turn_complete(callback)
-
-    def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
-        """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
-        self._agent.set_on_tool_call_with_id(callback)
-
-    def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
-        """`callback(ToolCallEvent)` for each notified tool call."""
-        self._agent.set_on_tool_call_event(callback)
-
-    def register_tool(self, name: str, handler: ToolHandler | None) -> None:
-        """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume (R-T8)."""
-        self._agent.register_tool(name, handler)
-
-    def has_paused_tool_batch(self) -> bool:
-        """Whether an automatic resume with registered tools' results was refused and kept."""
-        return self._agent.has_paused_tool_batch()
-
     def retry_paused_tool_batch(self, *, timeout: float | None = None) -> Step:
         """Resume again with the kept batch; return at the next step."""
         return self._runner.block(
@@ -226,7 +136,7 @@ class Agent:
 class EngineFace:
     """The blocking face of an engine, embedded or remote: create agents, close, `with`."""
 
-    _runner: _LoopThread
+    _runner: LoopThread
     _engine: AsyncEngineAPI
 
     def __enter__(self) -> EngineFace:
@@ -272,7 +182,7 @@ class Engine(EngineFace):
         clock: Clock | None = None,
         settings: EngineSettings | None = None,
     ) -> None:
-        self._runner = _LoopThread()
+        self._runner = LoopThread()
         self._engine = AsyncEngine(models, clock=clock, settings=settings)
         self._runner.block(self._engine.__aenter__(), "Engine")
 

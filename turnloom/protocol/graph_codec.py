@@ -14,6 +14,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from ..engine.fields import params_from_mapping, params_to_mapping
 from ..engine.graph import GraphDescription
 from ..engine.params import (
     CannedResponseParams,
@@ -21,8 +22,6 @@ from ..engine.params import (
     NodeParams,
     PauseParams,
     ToolCallParams,
-    params_from_mapping,
-    params_to_mapping,
 )
 from ..engine.rejections import GraphCompilationFailed, InvalidParamValue
 

@@ -3,11 +3,12 @@
 This layer knows nothing of nodes, models or sockets.
 """
 
-from .machine import MACHINE, fire, is_legal
+from .machine import MACHINE, check, fire, is_legal
 from .rejections import IllegalTransition, Rejection
 from .table import (
     INITIAL_STATE,
     OPEN_STATES,
+    OPERATION_TRIGGERS,
     TERMINAL_STATES,
     TRANSITIONS,
     Transition,
@@ -20,6 +21,7 @@ __all__ = [
     "INITIAL_STATE",
     "MACHINE",
     "OPEN_STATES",
+    "OPERATION_TRIGGERS",
     "TERMINAL_STATES",
     "TRANSITIONS",
     "IllegalTransition",
@@ -27,6 +29,7 @@ __all__ = [
     "Transition",
     "Trigger",
     "TurnState",
+    "check",
     "fire",
     "is_legal",
     "legal_sources",

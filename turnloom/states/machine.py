@@ -1,8 +1,9 @@
-"""The one shared `transitions.Machine` that drives every turn.
+"""The one shared `transitions.Machine` that drives every turn, and the legality checks on it.
 
 Built once at import with no models (DESIGN: a Machine per turn costs ~100 µs and ~17 KiB, and
 `add_model` per turn slows down as the model list grows). Events are fired on plain objects
-that carry a `state` attribute, via `machine.events[name].trigger(obj)`.
+that carry a `state` attribute, via `machine.events[name].trigger(obj)`. The states are the
+`TurnState` members themselves, so `turn.state` is always a `TurnState`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .table import INITIAL_STATE, TRANSITIONS, Transition, Trigger, TurnState
 class StatefulTurn(Protocol):
     """What the machine needs of a turn: its state, and the condition attributes of the table."""
 
-    state: str
+    state: TurnState
 
     @property
     def has_timeout_exit(self) -> bool:
@@ -26,14 +27,20 @@ class StatefulTurn(Protocol):
         ...
 
 
-def transition_specs(rows: tuple[Transition, ...] = TRANSITIONS) -> list[dict[str, Any]]:
-    """The table in the dict form `transitions.Machine` accepts."""
+def transition_specs(
+    rows: tuple[Transition, ...] = TRANSITIONS, *, by_value: bool = True
+) -> list[dict[str, Any]]:
+    """The table in the dict form `transitions.Machine` accepts.
+
+    `by_value` names states by their values (the diagrams' machine, on plain strings); otherwise
+    by the enum members (the runtime machine).
+    """
     specs: list[dict[str, Any]] = []
     for row in rows:
         spec: dict[str, Any] = {
             "trigger": row.trigger.value,
-            "source": [s.value for s in row.sources],
-            "dest": row.dest.value,
+            "source": [s.value if by_value else s for s in row.sources],
+            "dest": row.dest.value if by_value else row.dest,
         }
         if row.condition is not None:
             key = "unless" if row.condition.startswith("!") else "conditions"
@@ -47,33 +54,42 @@ STATE_NAMES: list[str] = [s.value for s in TurnState]
 #: The runtime machine. `auto_transitions=False`: `to_<state>` triggers would bypass the table.
 MACHINE = Machine(
     model=None,
-    states=STATE_NAMES,
-    transitions=transition_specs(),
-    initial=INITIAL_STATE.value,
+    states=TurnState,
+    transitions=transition_specs(by_value=False),
+    initial=INITIAL_STATE,
     auto_transitions=False,
     send_event=False,
 )
 
-# Which states each trigger is legal in, looked up before firing so a rejection is a cheap dict
-# test rather than an exception raised and caught inside `transitions`.
-_LEGAL: dict[str, frozenset[str]] = {
-    name: frozenset(event.transitions) for name, event in MACHINE.events.items()
+# Which states each trigger is legal in, read from the table and looked up before firing, so a
+# rejection is a cheap set test rather than an exception raised and caught inside `transitions`.
+_LEGAL: dict[Trigger, frozenset[TurnState]] = {
+    trigger: frozenset(s for row in TRANSITIONS if row.trigger is trigger for s in row.sources)
+    for trigger in Trigger
 }
-_EVENTS = {name: MACHINE.events[name] for name in _LEGAL}
+_EVENTS = {trigger: MACHINE.events[trigger.value] for trigger in Trigger}
 
 
-def is_legal(state: str, trigger: Trigger | str) -> bool:
+def is_legal(state: TurnState, trigger: Trigger) -> bool:
     """Whether the table has a row for `trigger` in `state`."""
-    return str(trigger) in _LEGAL and state in _LEGAL[str(trigger)]
+    return state in _LEGAL[trigger]
 
 
-def fire(turn: StatefulTurn, trigger: Trigger | str) -> str:
+def check(turn: StatefulTurn, trigger: Trigger, context: str = "") -> None:
+    """Raise `IllegalTransition` unless `trigger` is legal in `turn`'s state; change nothing.
+
+    `context` (e.g. "agent 3: resume") prefixes the message, so a host error names the
+    operation as well as the trigger and the state.
+    """
+    if turn.state not in _LEGAL[trigger]:
+        raise IllegalTransition(str(trigger), str(turn.state), context)
+
+
+def fire(turn: StatefulTurn, trigger: Trigger) -> TurnState:
     """Fire `trigger` on `turn` and return its new state; raise `IllegalTransition` if illegal.
 
     A rejected trigger leaves `turn.state` untouched (R-S2).
     """
-    name = str(trigger)
-    if not is_legal(turn.state, name):
-        raise IllegalTransition(name, turn.state)
-    _EVENTS[name].trigger(turn)
+    check(turn, trigger)
+    _EVENTS[trigger].trigger(turn)
     return turn.state

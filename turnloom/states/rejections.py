@@ -1,7 +1,7 @@
 """Rejections: operations refused because of the state they were attempted in.
 
 A rejection never changes anything (R-S2, R-E1). The protocol layer owns the one table that maps
-each rejection class to a wire error code; this layer only says what was refused and why.
+each rejection to a wire error code; this layer only says what was refused and why.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ class Rejection(Exception):
 class IllegalTransition(Rejection):
     """A trigger was fired in a state where the transition table has no row for it."""
 
-    def __init__(self, trigger: str, state: str, subject: str = "turn") -> None:
-        super().__init__(f"{subject}: trigger '{trigger}' is not legal in state '{state}'")
+    def __init__(self, trigger: str, state: str, context: str = "") -> None:
+        where = f"{context}: " if context else ""
+        super().__init__(f"{where}can't {trigger} when turn is {state}")
         self.trigger = trigger
         self.state = state

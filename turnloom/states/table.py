@@ -24,7 +24,7 @@ class TurnState(StrEnum):
 
 
 class Trigger(StrEnum):
-    """The events node execution fires on a turn (R-S1)."""
+    """The events fired on a turn: by node execution (R-S1) and by host operations (R-S4)."""
 
     START = "start"
     PAUSE = "pause"
@@ -34,6 +34,8 @@ class Trigger(StrEnum):
     FINISH = "finish"
     FAIL = "fail"
     CANCEL = "cancel"
+    #: `change_params`: a self-loop, legal only where a node's params may change (beyond).
+    EDIT = "edit"
 
 
 class Transition(NamedTuple):
@@ -63,7 +65,17 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(T.FINISH, (S.RUNNING,), S.DONE),
     Transition(T.FAIL, (S.RUNNING, S.RESUMING), S.FAILED),
     Transition(T.CANCEL, (S.RUNNING, S.PAUSED, S.RESUMING), S.CANCELLED),
+    Transition(T.EDIT, (S.IDLE,), S.IDLE),
+    Transition(T.EDIT, (S.PAUSED,), S.PAUSED),
 )
+
+#: The trigger each host operation fires on the agent's current turn (R-S4).
+OPERATION_TRIGGERS: dict[str, Trigger] = {
+    "send_message": T.START,
+    "change_params": T.EDIT,
+    "resume": T.RESUME,
+    "cancel": T.CANCEL,
+}
 
 #: States a turn never leaves.
 TERMINAL_STATES: frozenset[TurnState] = frozenset(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..params import SamplingParams
-from ..tool_parsing import ToolCallFamily
+from ..tool_families import ToolCallFamily
 
 #: A chat message in the shape chat templates take: role, content, and for tools
 #: `tool_calls` / `tool_call_id`.

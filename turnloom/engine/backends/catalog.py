@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..tool_parsing import ToolCallFamily
+from ..tool_families import ToolCallFamily
 
 __all__ = [
     "DEFAULT_MODEL",

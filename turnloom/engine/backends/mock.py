@@ -12,7 +12,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from ..tool_parsing import ToolCallFamily
+from ..tool_families import ToolCallFamily
 from .base import GenerationRequest, GenerationResult, ModelBackend
 
 #: One scripted step: a reply text, an exception to raise, or a function of the request.

@@ -11,7 +11,8 @@ from ..exchanges import call_message, result_message
 from ..params import Placement, ToolCallDisposition, ToolCallMode, ToolCallParams
 from ..projection import project_chat
 from ..results import ToolCallEvent
-from ..tool_parsing import arguments_as_strings, coerce_arguments, parse_tool_calls
+from ..tool_arguments import arguments_as_strings, coerce_arguments
+from ..tool_parsing import parse_tool_calls
 from .base import NodeContext, NodeOutcome, generate_within_budget
 
 

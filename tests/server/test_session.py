@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 import turnloom as tl
-from tests.protocol.wire import RawSession, code_of, pause_graph_wire
+from tests.wire import RawSession, code_of, pause_graph_wire
 from turnloom.host.aio import AsyncEngine
-from turnloom.protocol.background import BackgroundServer
 from turnloom.protocol.frames import PROTOCOL_VERSION
-from turnloom.protocol.server import ServerLimits, is_loopback
+from turnloom.server import BackgroundServer, ServerLimits, is_loopback
 
 Code = tl.ErrorCode
 Raw = Callable[..., RawSession]

@@ -16,21 +16,29 @@ from typing import Any
 
 import structlog
 
+from ..engine.fields import params_to_mapping
 from ..engine.graph import GraphDescription
-from ..engine.params import NodeParams, params_to_mapping
+from ..engine.params import NodeParams
 from ..engine.results import PauseInfo, Step, ToolResult, TurnResult, normalize_tool_results
-from ..host.dispatch import CallbackDispatch, DispatchFace
-from ..host.sync import EngineFace, _LoopThread
+from ..protocol.errors import ErrorCode, TurnloomError
+from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
+from ..protocol.graph_codec import graph_to_wire, node_type_of, params_from_wire, to_plain
+from ..protocol.records import (
+    pause_from_wire,
+    result_from_wire,
+    tool_call_from_wire,
+    tool_results_to_wire,
+)
+from .api import AsyncAgentAPI, AsyncEngineAPI
 from .connection import Connection
-from .errors import ErrorCode, TurnloomError
-from .frames import DEFAULT_HOST, DEFAULT_PORT
-from .graph_codec import graph_to_wire, node_type_of, params_from_wire, to_plain
-from .records import pause_from_wire, result_from_wire, tool_call_from_wire, tool_results_to_wire
+from .dispatch import CallbackDispatch
+from .loop_thread import LoopThread
+from .sync import EngineFace
 
 log = structlog.get_logger("turnloom.client")
 
 
-class RemoteAsyncAgent(DispatchFace):
+class RemoteAsyncAgent(AsyncAgentAPI):
     """An agent on a server, driven with coroutines on the client's loop (the API of
     `AsyncAgent`). Its events arrive as frames and go through the same `CallbackDispatch`
     as embedded events, so callbacks and registered tools behave the same."""
@@ -38,7 +46,7 @@ class RemoteAsyncAgent(DispatchFace):
     def __init__(self, conn: Connection, agent_id: int) -> None:
         self._conn = conn
         self._agent_id = agent_id
-        self._dispatch = CallbackDispatch(self._send_batch)
+        self.dispatch = CallbackDispatch(self._send_batch)
         #: Callers waiting for the next pause or completion, and for the next completion.
         self._steps: list[asyncio.Future[Step]] = []
         self._completions: list[asyncio.Future[TurnResult | None]] = []
@@ -83,15 +91,15 @@ class RemoteAsyncAgent(DispatchFace):
     def _notify(self, method: str, *args: Any) -> None:
         # As AgentCore.notify: a failing host callback never breaks the client.
         try:
-            getattr(self._dispatch, method)(self._agent_id, *args)
+            getattr(self.dispatch, method)(self._agent_id, *args)
         except Exception:
             log.exception("listener.failed", agent_id=self._agent_id, callback=method)
 
     def _paused(self, info: PauseInfo) -> None:
         self._pause = info
-        self._dispatch.auto_resume = None
+        self.dispatch.auto_resume = None
         self._notify("on_paused", info, bool(self._steps or self._completions))
-        auto = self._dispatch.auto_resume
+        auto = self.dispatch.auto_resume
         if auto is None:
             self._settle(Step(pause=info))
         else:
@@ -149,7 +157,7 @@ class RemoteAsyncAgent(DispatchFace):
 
         def accepted(frame: dict[str, Any]) -> None:
             if batch is not None:
-                self._dispatch.drop_batch(batch)
+                self.dispatch.drop_batch(batch)
             self._steps.append(step)
 
         await self._call(operation, message, accepted)
@@ -258,7 +266,7 @@ class RemoteAsyncAgent(DispatchFace):
 
     async def retry_paused_tool_batch(self) -> Step:
         """Resume again with the kept batch; return at the next step."""
-        batch = self._dispatch.kept()
+        batch = self.dispatch.kept()
         message = {
             "type": "ResumeAgent",
             "resume_node": "",
@@ -267,7 +275,7 @@ class RemoteAsyncAgent(DispatchFace):
         return await self._step_call("retry_paused_tool_batch", message, batch)
 
 
-class AsyncRemoteEngine:
+class AsyncRemoteEngine(AsyncEngineAPI):
     """A session with a turnloom server, on the running asyncio loop (see `connect_async`)."""
 
     def __init__(self, conn: Connection, ready: Mapping[str, Any]) -> None:
@@ -340,7 +348,7 @@ class RemoteEngine(EngineFace):
     def __init__(
         self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
     ) -> None:
-        self._runner = _LoopThread("turnloom-client")
+        self._runner = LoopThread("turnloom-client")
         try:
             self._engine = self._runner.block(
                 AsyncRemoteEngine.connect(host, port, timeout=timeout), "connect"

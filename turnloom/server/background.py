@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..host.aio import AsyncEngine
-from ..host.sync import _LoopThread
-from .frames import DEFAULT_HOST
-from .server import Server, ServerLimits
+from ..host.loop_thread import LoopThread
+from ..protocol.frames import DEFAULT_HOST
+from .tcp import Server, ServerLimits
 
 T = TypeVar("T")
 
@@ -24,7 +24,7 @@ class BackgroundServer:
         port: int = 0,
         limits: ServerLimits | None = None,
     ) -> None:
-        self._runner = _LoopThread("turnloom-server")
+        self._runner = LoopThread("turnloom-server")
 
         async def start() -> Server:
             server = Server(make_engine(), limits=limits)

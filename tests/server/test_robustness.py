@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnloom as tl
-from tests.protocol.wire import RawSession, frame, pause_graph_wire, raw_frame
+from tests.wire import RawSession, frame, pause_graph_wire, raw_frame
 from turnloom.host.aio import AsyncEngine
-from turnloom.protocol.background import BackgroundServer
 from turnloom.protocol.messages import EVENTS, REQUESTS
-from turnloom.protocol.server import ServerLimits
+from turnloom.server import BackgroundServer, ServerLimits
 
 Code = tl.ErrorCode
 MAX_FRAME = 4096  # a small limit keeps oversize frames cheap to send

@@ -11,10 +11,9 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import Recorder, graph_of
+from turnloom.host import connection
 from turnloom.host.aio import AsyncEngine
-from turnloom.protocol import connection
-from turnloom.protocol.background import BackgroundServer
-from turnloom.protocol.server import ServerLimits
+from turnloom.server import BackgroundServer, ServerLimits
 
 Code = tl.ErrorCode
 

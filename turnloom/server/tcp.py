@@ -9,49 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import itertools
-from dataclasses import dataclass
 
 import structlog
 
+from ..engine.core import EngineCore
 from ..host.aio import AsyncEngine
-from .errors import ErrorCode, TurnloomError
-from .frames import DEFAULT_HOST, DEFAULT_PORT, MAX_FRAME_BYTES
+from ..protocol.errors import ErrorCode, TurnloomError
+from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
+from .limits import ServerLimits, is_loopback
 from .session import Session
 
 log = structlog.get_logger("turnloom.server")
-
-
-@dataclass(frozen=True, slots=True)
-class ServerLimits:
-    """What one server and each of its sessions may hold; going over it is refused (2003)."""
-
-    #: Open sessions (connections); one more is told 2003 and closed.
-    max_sessions: int = 256
-    #: Live agents per session; CreateAgent beyond it is 2003.
-    max_agents_per_session: int = 1024
-    #: Bytes of frames written but not yet taken by a client; beyond it the session is closed.
-    max_outbox_bytes: int = 16 * MAX_FRAME_BYTES
-    #: Highest `max_steps_per_turn` a client may ask for: nodes that need no model (a
-    #: CannedResponse loop) run without yielding to the loop, so this bounds one turn's stall.
-    max_steps_per_turn: int = 4096
-    #: Largest frame body in either direction (5003).
-    max_frame_bytes: int = MAX_FRAME_BYTES
-    #: Destroyed agent ids remembered per session (3002 instead of 3001 for them).
-    destroyed_ids_remembered: int = 1024
-    #: How long a closing connection may take to flush before it is aborted.
-    close_timeout_s: float = 5.0
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names only this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class Server:
@@ -78,6 +47,11 @@ class Server:
             lambda: Session(self, next(self._session_ids)), host, port
         )
         log.info("server.listening", host=self.address[0], port=self.address[1])
+
+    @property
+    def engine_core(self) -> EngineCore:
+        """The engine core whose agents the sessions create."""
+        return self.engine.core
 
     @property
     def address(self) -> tuple[str, int]:

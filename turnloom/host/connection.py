@@ -14,9 +14,15 @@ from typing import Any, Protocol
 
 import structlog
 
-from .errors import ErrorCode, TurnloomError
-from .frames import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
-from .messages import EVENTS, REPLIES
+from ..protocol.errors import ErrorCode, TurnloomError
+from ..protocol.frames import (
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    FrameDecoder,
+    FrameError,
+    encode_frame,
+)
+from ..protocol.messages import EVENTS, REPLIES
 
 log = structlog.get_logger("turnloom.client")
 

@@ -13,7 +13,7 @@ import pytest
 
 import turnloom as tl
 import turnloom.__main__ as cli
-from turnloom.protocol.server import ServerLimits
+from turnloom.server import ServerLimits
 
 
 def test_serve_listens_on_loopback_serves_and_stops_on_sigint() -> None:

@@ -12,34 +12,53 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 
 from ..engine.agent import AgentCore
-from ..engine.params import params_to_mapping
+from ..engine.core import EngineCore
+from ..engine.fields import params_to_mapping
 from ..engine.rejections import AgentDestroyed, InvalidParamValue, UnknownAgent
-from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, TurnResult
-from ..host.dispatch import rejected
-from ..states import Rejection
-from .errors import ErrorCode, TurnloomError
-from .frames import PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
-from .graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
-from .messages import OPERATIONS, error_response, parse_request
-from .records import pause_to_wire, result_to_wire, tool_call_to_wire
-
-if TYPE_CHECKING:
-    from .server import Server
+from ..protocol.codes import rejected
+from ..protocol.errors import ErrorCode, TurnloomError
+from ..protocol.frames import PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
+from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
+from ..protocol.messages import OPERATIONS, error_response, parse_request
+from ..protocol.records import pause_to_wire, result_to_wire
+from ..states import Rejection, TurnState
+from .events import SessionEvents
+from .limits import ServerLimits
 
 log = structlog.get_logger("turnloom.server")
 
 Handler = Callable[["Session", dict[str, Any]], dict[str, Any]]
 
 
-class Session(asyncio.Protocol, AgentListener):
+class SessionHost(Protocol):
+    """What a session needs of its server (`turnloom.server.Server` is one)."""
+
+    limits: ServerLimits
+    shutting_down: bool
+
+    @property
+    def engine_core(self) -> EngineCore:
+        """The engine core whose agents the session creates."""
+        ...
+
+    def admit(self, session: Session) -> TurnloomError | None:
+        """Register a new session, or the reason it is refused."""
+        ...
+
+    def forget(self, session: Session) -> None:
+        """Drop a closed session."""
+        ...
+
+
+class Session(asyncio.Protocol, SessionEvents):
     """A client connection: its agents, its configuration, its outgoing bytes."""
 
-    def __init__(self, server: Server, session_id: int) -> None:
+    def __init__(self, server: SessionHost, session_id: int) -> None:
         self.server = server
         self.session_id = session_id
         self.limits = server.limits
@@ -278,7 +297,7 @@ class Session(asyncio.Protocol, AgentListener):
                 f"max_steps_per_turn {steps} is over this server's limit of "
                 f"{self.limits.max_steps_per_turn}",
             )
-        core = self.server.engine.core.create_agent(
+        core = self.server.engine_core.create_agent(
             graph_from_wire(fields["graph"]),
             self,
             enable_diagnostics=fields["enable_diagnostics"],
@@ -339,12 +358,12 @@ class Session(asyncio.Protocol, AgentListener):
         """GetAgentState: where the agent's turn stands, and its last completion."""
         core = self.agent(fields)
         turn = core.turn
-        pause = turn.pause if turn is not None and turn.state == "paused" else None
+        pause = turn.pause if turn.state is TurnState.PAUSED else None
         return {
             "type": "AgentStateResponse",
             "agent_id": core.agent_id,
-            "state": turn.state if turn is not None else "idle",
-            "turn_id": turn.turn_id if turn is not None else None,
+            "state": turn.state.value,
+            "turn_id": turn.turn_id or None,
             "pause": pause_to_wire(pause.info) if pause is not None else None,
             "last_result": result_to_wire(core.last_result) if core.last_result else None,
         }
@@ -353,65 +372,6 @@ class Session(asyncio.Protocol, AgentListener):
         """Cancel: end the open turn; `cancelled` is False when there was none."""
         core = self.agent(fields)
         return {"type": "Ack", "agent_id": core.agent_id, "cancelled": core.cancel()}
-
-    # --- events (AgentListener) --------------------------------------------------------------
-
-    def _turn_id(self, agent_id: int) -> int | None:
-        core = self.agents.get(agent_id)
-        return core.turn.turn_id if core is not None and core.turn is not None else None
-
-    def on_paused(self, agent_id: int, info: PauseInfo, awaited: bool) -> None:
-        """Send a NodeEvent paused."""
-        self.send(
-            {
-                "type": "NodeEvent",
-                "event": "paused",
-                "agent_id": agent_id,
-                "turn_id": self._turn_id(agent_id),
-                **pause_to_wire(info),
-            }
-        )
-
-    def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
-        """Send a NodeEvent resumed."""
-        self.send(
-            {
-                "type": "NodeEvent",
-                "event": "resumed",
-                "agent_id": agent_id,
-                "turn_id": self._turn_id(agent_id),
-                "node_name": node_name,
-                "resume_node": resume_node,
-            }
-        )
-
-    def on_answer_text(self, agent_id: int, text: str, is_delta: bool, is_final: bool) -> None:
-        """Send an AnswerText."""
-        self.send(
-            {
-                "type": "AnswerText",
-                "agent_id": agent_id,
-                "text": text,
-                "is_delta": is_delta,
-                "is_final": is_final,
-            }
-        )
-
-    def on_tool_call(self, agent_id: int, event: ToolCallEvent) -> None:
-        """Send a NodeEvent tool_call."""
-        self.send(
-            {
-                "type": "NodeEvent",
-                "event": "tool_call",
-                "agent_id": agent_id,
-                "turn_id": self._turn_id(agent_id),
-                **tool_call_to_wire(event),
-            }
-        )
-
-    def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
-        """Send a TurnComplete."""
-        self.send({"type": "TurnComplete", "agent_id": agent_id, **result_to_wire(result)})
 
 
 #: The handler of each request type.

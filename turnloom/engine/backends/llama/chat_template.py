@@ -1,0 +1,114 @@
+"""Chat templates of the llama backend: rendering a chat, and the tool-support probe (R-T1).
+
+A GGUF carries its Jinja chat template in its metadata (and sometimes a second one for tool use);
+the catalog may override it. A template is user data, so whether it can offer tools and show
+call/result pairs is checked by rendering a probe chat, not assumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..base import ChatMessage
+
+#: Metadata key of the chat template a GGUF may carry.
+TEMPLATE_KEY = "tokenizer.chat_template"
+#: Metadata key of a GGUF's second chat template, for requests with tools.
+TOOL_USE_TEMPLATE_KEY = "tokenizer.chat_template.tool_use"
+
+#: The template of plain chats on a GGUF without any (as llama.cpp's server does). Such a model
+#: still fails the tool probe, since this renders no tools.
+CHATML_FALLBACK = (
+    "{% for message in messages %}<|im_start|>{{ message.role }}\n"
+    "{{ message.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+class ChatTemplate:
+    """A Jinja chat template, rendered the way llama-cpp-python renders one (sandboxed jinja2)."""
+
+    def __init__(self, source: str, *, bos_token: str = "", eos_token: str = "") -> None:
+        # llama-cpp-python's own formatter: an ImmutableSandboxedEnvironment with the same
+        # tojson, raise_exception and strftime_now as Transformers' chat templates.
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self.source = source
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        # Typed against llama-cpp-python's TypedDict messages; ours are plain dicts.
+        self._formatter: Any = Jinja2ChatFormatter(
+            source, eos_token=eos_token, bos_token=bos_token, add_generation_prompt=True
+        )
+
+    def render(
+        self, messages: Sequence[ChatMessage], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> str:
+        """The prompt for `messages` (and `tools`), ending with the generation prompt."""
+        response = self._formatter(messages=list(messages), tools=list(tools) if tools else None)
+        return str(response.prompt)
+
+
+_PROBE_TOOL_NAME = "turnloom_probe_tool"
+_PROBE_ARGUMENT = "turnloom-probe-argument"
+_PROBE_RESULT = "turnloom-probe-result"
+# A real template's checks are taken into account: Mistral's demands 9-character alphanumeric
+# call ids (the engine's c%08x ids are exactly that), Gemma 2's rejects a system message.
+_PROBE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": _PROBE_TOOL_NAME,
+        "description": "Look something up.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "What to look up."}},
+            "required": ["query"],
+        },
+    },
+}
+_PROBE_OFFER: list[ChatMessage] = [{"role": "user", "content": "What can you look up?"}]
+_PROBE_EXCHANGE: list[ChatMessage] = [
+    {"role": "user", "content": "Look it up."},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "c00000000",
+                "type": "function",
+                "function": {"name": _PROBE_TOOL_NAME, "arguments": {"query": _PROBE_ARGUMENT}},
+            }
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "c00000000",
+        "name": _PROBE_TOOL_NAME,
+        "content": _PROBE_RESULT,
+    },
+]
+
+
+def probe_chat_template(source: str | None) -> str | None:
+    """Why a chat template cannot offer tools and show call/result pairs, or None if it can."""
+    if not source:
+        return "it has no chat template"
+    try:
+        template = ChatTemplate(source)
+        offered = template.render(_PROBE_OFFER, [_PROBE_TOOL])
+        exchanged = template.render(_PROBE_EXCHANGE, [_PROBE_TOOL])
+    except Exception as exc:  # a template is user data: any failure is a reason to refuse it
+        return f"its chat template failed to render tools: {type(exc).__name__}: {exc}"
+    if _PROBE_TOOL_NAME not in offered:
+        return "its chat template does not render the tools it is given"
+    if _PROBE_ARGUMENT not in exchanged:
+        return "its chat template does not render the assistant's tool calls"
+    if _PROBE_RESULT not in exchanged:
+        return "its chat template does not render tool results"
+    return None
+
+
+def uses_tools(messages: Sequence[ChatMessage], tools: object) -> bool:
+    """Whether a chat needs the tool-use template: tools offered, or tool traffic in it."""
+    return bool(tools) or any(m.get("tool_calls") or m.get("role") == "tool" for m in messages)

@@ -1,0 +1,135 @@
+"""Tool-call grammars of the llama backend: one call to a declared tool, as GBNF.
+
+A constrained call always parses: its fixed text (the family's opener and the call's head, from
+the family table) is forced as prompt, and a GBNF grammar built from the tools' parameter schemas
+constrains the rest, with string arguments bounded so the call can close within the token
+budget even when a small model never ends its string.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...tool_families import ToolCallFamily, call_markup
+
+# Longest string argument a constrained call may hold. The grammar enforces a bound so that a
+# small model that never closes its string (say, "1000000...") still ends with a parseable
+# call; under a small max_tokens the bound shrinks further (see `string_caps`).
+_MAX_STRING_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallGrammar:
+    """How to constrain one tool call: text to force, then a GBNF grammar for the rest."""
+
+    #: What announces a call in free text (None: a bare JSON object at the start of the reply).
+    trigger: str | None
+    #: Text every call starts with after the trigger; it is fed to the model as prompt rather
+    #: than sampled, because a grammar-constrained token costs several free ones.
+    forced: str
+    #: GBNF for the rest of the call, closing markup included.
+    gbnf: str
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r") + '"'
+
+
+_JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
+
+
+def _constrained_schema(schema: object, max_chars: int = _MAX_STRING_CHARS) -> dict[str, Any]:
+    """The tool's parameter schema as the grammar enforces it: all declared, strings bounded."""
+    if not isinstance(schema, Mapping):
+        return {"type": "object", "properties": {}}
+    properties: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = dict(prop) if isinstance(prop, Mapping) else {}
+        prop.pop("description", None)
+        kind = prop.get("type")
+        if kind == "string":
+            # A required string left empty is no answer: small models pick "" greedily.
+            prop.setdefault("minLength", 1)
+            prop.setdefault("maxLength", max_chars)
+        elif kind not in _JSON_TYPES:
+            prop = {}  # any JSON value
+        properties[str(name)] = prop
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+_SKELETON_VALUES: dict[str, object] = {
+    "string": "",
+    "integer": 10**15,  # the converter allows up to 16 digits
+    "number": -(10**15) - 0.5,
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
+
+
+def string_caps(
+    tools: Sequence[Mapping[str, Any]],
+    family: ToolCallFamily,
+    max_tokens: int,
+    count_tokens: Callable[[str], int] = len,
+) -> list[int]:
+    """Per tool, the longest string argument that lets its call close within `max_tokens`.
+
+    The call's fixed parts are counted with `count_tokens` (numbers at their longest) and each
+    string character as one token, the worst case (e.g. a run of digits): the bound holds for a
+    model stuck repeating one character.
+    """
+    markup = call_markup(family)
+    caps = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        props = _constrained_schema(fn.get("parameters"))["properties"]
+        strings = sum(1 for prop in props.values() if prop.get("type") == "string")
+        skeleton = {k: _SKELETON_VALUES.get(p.get("type", "object"), {}) for k, p in props.items()}
+        call = json.dumps({"name": fn.get("name"), markup.arguments_key: skeleton})
+        if len(tools) == 1:  # the head is forced as prompt, not sampled
+            call = call[len(markup.head(fn["name"])) - len(markup.list_open) :]
+        fixed = count_tokens(call + markup.tail)
+        cap = (max_tokens - fixed) // strings if strings else _MAX_STRING_CHARS
+        caps.append(min(max(cap, 1), _MAX_STRING_CHARS))
+    return caps
+
+
+def tool_call_grammar(
+    tools: Sequence[Mapping[str, Any]],
+    family: ToolCallFamily,
+    max_string_chars: Sequence[int] | None = None,
+) -> ToolCallGrammar:
+    """The grammar of one call to one of `tools`, in the markup of `family` (string arguments
+    of tool i at most `max_string_chars[i]` characters)."""
+    from llama_cpp.llama_grammar import SchemaConverter
+
+    markup = call_markup(family)
+    functions = [tool.get("function", tool) for tool in tools]
+    if not functions:
+        raise ValueError("a tool-call grammar needs at least one tool")
+    caps = list(max_string_chars or [_MAX_STRING_CHARS] * len(functions))
+    converter = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    tail = f'"}}" {_gbnf_literal(markup.tail)}' if markup.tail else '"}"'
+    rules = []
+    args = [
+        converter.visit(_constrained_schema(fn.get("parameters"), cap), f"args-{index}")
+        for index, (fn, cap) in enumerate(zip(functions, caps, strict=True))
+    ]
+    if len(functions) == 1:
+        # One tool: its whole head is fixed text, so only the argument values are sampled.
+        forced = markup.head(functions[0]["name"])
+        rules.append(f"root ::= {args[0]} {tail}")
+    else:
+        forced = markup.call_open
+        for index, fn in enumerate(functions):
+            head = markup.head(fn["name"])[len(forced) :]
+            rules.append(f"tool-{index} ::= {_gbnf_literal(head)} {args[index]}")
+        heads = " | ".join(f"tool-{index}" for index in range(len(functions)))
+        rules.append(f"root ::= ({heads}) {tail}")
+    gbnf = converter.format_grammar() + "\n" + "\n".join(rules) + "\n"
+    return ToolCallGrammar(trigger=markup.opener or None, forced=forced, gbnf=gbnf)

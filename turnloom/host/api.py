@@ -1,0 +1,88 @@
+"""The coroutine agent and engine API that every face offers.
+
+The embedded `AsyncAgent` and the wire client's `RemoteAsyncAgent` both implement
+`AsyncAgentAPI`; the blocking `Agent` wraps either one, which is what makes switching between
+embedded and remote one line (R-H1). Callback setters and the tool registry come from
+`DispatchFace`, written once for all three.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..engine.graph import GraphDescription
+from ..engine.params import NodeParams
+from ..engine.results import Step, TurnResult
+from .dispatch import DispatchFace
+
+
+class AsyncAgentAPI(DispatchFace, ABC):
+    """An agent driven with coroutines on the loop its events arrive on."""
+
+    __slots__ = ()
+
+    @property
+    @abstractmethod
+    def agent_id(self) -> int:
+        """The engine-wide id of this agent."""
+
+    @property
+    @abstractmethod
+    def last_result(self) -> TurnResult | None:
+        """The completion of the agent's last finished turn."""
+
+    @abstractmethod
+    async def send_message(self, text: str) -> Step:
+        """Start a turn; return at its first pause or at its completion."""
+
+    @abstractmethod
+    async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
+        """Resume the paused turn, plainly or jumping to `resume_node`; return at the next step."""
+
+    @abstractmethod
+    async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
+        """Change a node's mutable params (while idle or paused)."""
+
+    @abstractmethod
+    async def get_params(self, node_name: str) -> NodeParams:
+        """A copy of a node's current params."""
+
+    @abstractmethod
+    async def cancel(self) -> bool:
+        """Cancel the open turn; False if there was none."""
+
+    @abstractmethod
+    async def destroy(self) -> None:
+        """Cancel any open turn and destroy the agent."""
+
+    @abstractmethod
+    async def wait(self) -> Step:
+        """Wait until the turn is paused or finished (returns at once if it already is)."""
+
+    @abstractmethod
+    async def wait_complete(self) -> TurnResult | None:
+        """Wait until the open turn ends, through any pauses; the last result if none is open."""
+
+    @abstractmethod
+    async def retry_paused_tool_batch(self) -> Step:
+        """Resume again with the kept batch; return at the next step."""
+
+
+class AsyncEngineAPI(ABC):
+    """What the blocking engine faces need of an engine: create agents, close."""
+
+    @abstractmethod
+    async def create_agent(
+        self,
+        graph: GraphDescription,
+        *,
+        enable_diagnostics: bool = False,
+        max_steps_per_turn: int = 64,
+    ) -> AsyncAgentAPI:
+        """Validate `graph` and create an agent over it."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Cancel every open turn and destroy every agent."""

@@ -1,0 +1,66 @@
+"""An event loop on a daemon thread, and the bridge that runs coroutines on it.
+
+The embedded engine runs its core here, the wire client its connection, a background server
+its listener. Callbacks run on this thread, so `block` refuses to wait on it (R-H3): a blocking
+call made from a callback would wait for the very thread it blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from ..protocol.errors import ErrorCode, TurnloomError
+
+T = TypeVar("T")
+
+
+class BlockingCallInCallback(RuntimeError):
+    """A blocking call was made on the engine's loop thread (from a callback)."""
+
+
+class LoopThread:
+    """An asyncio loop running forever on its own daemon thread."""
+
+    def __init__(self, name: str = "turnloom-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def on_loop_thread(self) -> bool:
+        """Whether the caller runs on the loop thread (in a callback)."""
+        return threading.current_thread() is self.thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `coro` on the loop; a future of its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def block(self, coro: Coroutine[Any, Any, T], name: str, timeout: float | None = None) -> T:
+        """Run `coro` on the loop and wait (BlockingCallInCallback on the loop thread, 1003)."""
+        if self.on_loop_thread():
+            coro.close()
+            raise BlockingCallInCallback(
+                f"{name}() blocks until its answer arrives on the loop thread "
+                f"{self.thread.name!r}, but it was called on that thread (from a callback), "
+                f"which would then never answer it; use {name}_async() from callbacks"
+            )
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TurnloomError(
+                ErrorCode.Timeout, f"{name}() got no answer within {timeout} s"
+            ) from None
+
+    def stop(self) -> None:
+        """Stop the loop and join its thread."""
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        if not self.on_loop_thread():
+            self.thread.join()
+            self.loop.close()

@@ -1,0 +1,29 @@
+"""Models: the llama.cpp backend, the model catalog, and the interface a custom backend
+implements. `turnloom.LlamaModel`, `CatalogEntry` and `register_model` are also top-level."""
+
+from .engine.backends.base import GenerationRequest, GenerationResult, ModelBackend
+from .engine.backends.catalog import (
+    DEFAULT_MODEL,
+    CatalogEntry,
+    ToolGrammar,
+    catalog_entry,
+    catalog_names,
+    register_model,
+)
+from .engine.backends.llama import GenerationStats, LlamaModel
+from .engine.tool_families import ToolCallFamily
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "CatalogEntry",
+    "GenerationRequest",
+    "GenerationResult",
+    "GenerationStats",
+    "LlamaModel",
+    "ModelBackend",
+    "ToolCallFamily",
+    "ToolGrammar",
+    "catalog_entry",
+    "catalog_names",
+    "register_model",
+]

@@ -1,0 +1,67 @@
+"""The one table from refused triggers, engine rejections and turn failures to error codes.
+
+The engine says *what* was refused (a `Rejection`: an illegal trigger of the turn machine, or a
+failed argument guard) and never a code; this module decides the code (SPEC R-S5), and turns a
+rejection into the host-facing `TurnloomError`, logging it with its code (R-L1).
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from ..engine import rejections as r
+from ..engine import results
+from ..states import IllegalTransition, Rejection, Trigger
+from .errors import ErrorCode, TurnloomError
+
+log = structlog.get_logger("turnloom.host")
+
+#: A host operation's trigger refused by the turn machine -> its code (SPEC R-S5). A refused
+#: `cancel` is no error (it answers "nothing to cancel"), so it has no row.
+REFUSED_TRIGGER_CODES: dict[Trigger, ErrorCode] = {
+    Trigger.START: ErrorCode.AgentBusy,
+    Trigger.EDIT: ErrorCode.AgentBusy,
+    Trigger.RESUME: ErrorCode.AgentNotPaused,
+}
+
+#: Engine rejections (argument guards, agent lifecycle) and turn failures -> their codes.
+CODES: dict[type[BaseException], ErrorCode] = {
+    r.UnknownAgent: ErrorCode.InvalidAgentId,
+    r.AgentDestroyed: ErrorCode.AgentAlreadyDestroyed,
+    r.GraphCompilationFailed: ErrorCode.GraphCompilationFailed,
+    r.UnknownNode: ErrorCode.UnknownNode,
+    r.ParamNotMutable: ErrorCode.ParamNotMutable,
+    r.InvalidParamValue: ErrorCode.InvalidParamValue,
+    r.InvalidExitTarget: ErrorCode.InvalidExitTarget,
+    r.InvalidToolResults: ErrorCode.InvalidToolResults,
+    results.InferenceFailed: ErrorCode.InferenceFailed,
+    results.InferenceTimeout: ErrorCode.InferenceTimeout,
+    results.MaxStepsExceeded: ErrorCode.MaxStepsExceeded,
+}
+
+
+def code_for(exc: BaseException) -> ErrorCode:
+    """The code of a rejection or turn failure (by class, most specific first)."""
+    if isinstance(exc, IllegalTransition):
+        # Only host triggers reach a host; an engine trigger refused there means the turn is
+        # somewhere the operation cannot act on, which a host sees as busy.
+        return REFUSED_TRIGGER_CODES.get(Trigger(exc.trigger), ErrorCode.AgentBusy)
+    for cls in type(exc).__mro__:
+        if cls in CODES:
+            return CODES[cls]
+    if isinstance(exc, results.TurnFailure):
+        return ErrorCode.InferenceFailed
+    raise LookupError(f"no error code for {type(exc).__name__}")
+
+
+def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> TurnloomError:
+    """Log a rejection with its code (R-L1) and turn it into the host-facing error."""
+    error = TurnloomError(code_for(rejection), rejection.message)
+    log.info(
+        "rejected",
+        operation=operation,
+        agent_id=agent_id,
+        code=int(error.code),
+        message=rejection.message,
+    )
+    return error

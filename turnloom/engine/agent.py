@@ -219,8 +219,7 @@ class AgentCore:
     def destroy(self) -> None:
         """Cancel any open turn and refuse every later operation (3002)."""
         self._check_alive("destroy")
-        if is_legal(self.turn.state, Trigger.CANCEL):
-            executor.cancel(self, self.turn)
+        self.cancel()  # a no-op when no turn is open
         self.destroyed = True
         if self._on_destroyed is not None:
             self._on_destroyed(self.agent_id)

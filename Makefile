@@ -1,21 +1,33 @@
 # One command each, doing their own set-up: `make demo`, `make test`.
+# PYTHON: the interpreter that builds .venv (3.11 or newer), e.g. `make test PYTHON=python3.12`.
+# `make clean` removes .venv and the tool caches (not the GGUF in ~/.cache, see the README).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
+# Exits 0 only on Python 3.11+ (the package's requires-python).
+PY_CHECK := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
-.PHONY: demo test lint typecheck unit diagrams bench clean
+.PHONY: demo test lint typecheck unit diagrams render-diagrams bench soak clean
+
+# A .venv made by an older Python (or left broken) would fail on every run: forget its stamps
+# so the recipe below rebuilds it from scratch.
+ifneq ($(shell $(PY) $(PY_CHECK) >/dev/null 2>&1 && echo ok),ok)
+$(shell rm -f $(STAMP) $(BENCH_STAMP))
+endif
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) $(PY_CHECK) || { echo "turnloom needs Python >= 3.11, and '$(PYTHON)' is" \
+		"$$($(PYTHON) -V 2>&1). Pick another: make $(MAKECMDGOALS) PYTHON=python3.12" >&2; exit 1; }
+	@$(PY) $(PY_CHECK) 2>/dev/null || $(PYTHON) -m venv --clear $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# llama-cpp-python compiles llama.cpp on first install: several minutes on 2 cores.
-	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install --quiet -e '.[dev]'
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install --quiet -e '.[dev,llama]'
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,llama,bench]'
 	touch $(BENCH_STAMP)
 
 demo: $(STAMP)
@@ -33,14 +45,28 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
+# The generated files a test keeps fresh: diagrams/ and docs/params.md.
 diagrams: $(STAMP)
-	$(PY) -m turnloom diagrams
+	$(PY) -m turnloom diagrams --out diagrams
+	$(PY) -c 'from pathlib import Path; from turnloom.engine.params_doc import write_params_doc as w; w(Path("docs"))'
+
+# Pictures of the diagrams to look at (needs graphviz's `dot`; Mermaid: paste the .mmd files
+# into https://mermaid.live or run mermaid-cli's `mmdc`).
+render-diagrams: diagrams
+	for f in diagrams/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
 
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.turns
 	$(PY) -m bench.paused_memory
 	$(PY) -m bench.wire_bench
 	$(PY) -m bench.llama_bench
+
+# Reliability (not part of `make test`; several minutes): 5 rounds x 20,000 turns embedded and
+# over the wire, 100,000 fuzzed frames beside a well-behaved client, the heaviest requests.
+soak: $(STAMP)
+	$(PY) -m bench.soak
+	$(PY) -m bench.fuzz
+	$(PY) -m bench.worst_case
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,8 +10,6 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import structlog
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -19,24 +17,24 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 LOGGED: Counter[str] = Counter()
 
 
-def _count(logger: object, method: str, event: dict) -> dict:
-    LOGGED[f"{method}:{event.get('event')}"] += 1
-    return event
+class _CountingHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        event = record.msg.get("event") if isinstance(record.msg, dict) else record.getMessage()
+        LOGGED[f"{record.levelname.lower()}:{event}"] += 1
 
 
 def quiet_logging() -> None:
-    """Drop structlog debug/info (turnloom logs every turn at debug level); count the rest.
+    """Count turnloom's warnings and errors, leaving its logging otherwise as a host gets it.
 
-    A benchmark whose engine logged warnings or errors did not measure the normal path, so the
-    scripts print `LOGGED` at the end.
+    turnloom's default (structlog unconfigured, stdlib `logging` silent) is what the benchmarks
+    measure. A benchmark whose engine logged warnings or errors did not measure the normal
+    path, so the scripts print `LOGGED` at the end.
     """
-    processors = structlog.get_config()["processors"]
-    if _count not in processors:
-        processors = [_count, *processors]
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        processors=processors,
-    )
+    root = logging.getLogger("turnloom")
+    if not any(isinstance(h, _CountingHandler) for h in root.handlers):
+        root.addHandler(_CountingHandler(logging.WARNING))
+    if root.level == logging.NOTSET or root.level < logging.WARNING:
+        root.setLevel(logging.WARNING)
 
 
 def logged_summary() -> str:

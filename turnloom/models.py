@@ -10,6 +10,7 @@ from .engine.backends.catalog import (
     catalog_names,
     register_model,
 )
+from .engine.backends.info import ModelInfo, model_info
 from .engine.backends.llama import GenerationStats, LlamaModel
 from .engine.tool_families import ToolCallFamily
 
@@ -21,9 +22,11 @@ __all__ = [
     "GenerationStats",
     "LlamaModel",
     "ModelBackend",
+    "ModelInfo",
     "ToolCallFamily",
     "ToolGrammar",
     "catalog_entry",
     "catalog_names",
+    "model_info",
     "register_model",
 ]

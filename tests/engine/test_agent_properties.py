@@ -429,7 +429,7 @@ class AgentMachine(RuleBasedStateMachine):
 
     def _check_generations(self, requests_before: int) -> None:
         """The prompts the mock model received since `requests_before` are the model's."""
-        got = [(r.messages, r.sampling) for r in self.mock.requests[requests_before:]]
+        got = [(r.messages, r.sampling) for r in list(self.mock.requests)[requests_before:]]
         assert got == self.pending_gens, "the model saw a different prompt (R-P3 / dialog)"
         self.pending_gens = []
 

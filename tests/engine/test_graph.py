@@ -99,22 +99,6 @@ def test_max_steps_must_be_positive(engine: tl.Engine) -> None:
     assert info.value.code == Code.InvalidParamValue
 
 
-def test_graph_diagram_marks_pausing_nodes_and_exits() -> None:
-    from turnloom.engine.graph_diagram import draw_graph
-
-    g = graph_of(
-        ("gate", tl.PauseParams(default_exit="say", pause_timeout_ms=10, timeout_exit="say")),
-        ("say", tl.CannedResponseParams(lines=["x"])),
-    )
-    mermaid = draw_graph(g, "mermaid")
-    assert 'gate -. "default (paused)" .-> say' in mermaid
-    assert 'gate -- "timeout" --> say' in mermaid
-    assert 'say -- "default" --> __end__' in mermaid
-    assert "class gate pausing" in mermaid and "class say pausing" not in mermaid
-    dot = draw_graph(g, "dot")
-    assert 'gate -> say [label="default (paused)" style=dashed]' in dot
-
-
 @pytest.mark.embedded_only  # compares the engine's compiled graphs
 def test_agents_from_an_unchanged_description_share_one_compiled_graph(engine: tl.Engine) -> None:
     g = graph_of(("say", tl.CannedResponseParams(lines=["v1"])))

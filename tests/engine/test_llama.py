@@ -267,7 +267,7 @@ def test_demo_runs_on_the_real_model(model: tl.LlamaModel) -> None:
     lines: list[str] = []
     run_demo(lines.append, model)
     text = "\n".join(lines)
-    assert "the NPC calls check_stock(" in text  # a real, grammar-constrained call
-    assert "offer:timeout -> shrug:default" in text
-    assert text.count("status=success") == 2
+    assert "TOOL    the model called check_stock(" in text  # a real, grammar-constrained call
+    assert "nobody resumed 'offer' within 1500 ms: its timeout exit goes to 'shrug'" in text
+    assert text.count("END     success after 3 pauses") == 2
     assert "Model: 4 generations (2 grammar-constrained tool calls)" in text

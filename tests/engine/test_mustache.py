@@ -28,14 +28,16 @@ MALFORMED = {
     "unclosed section in changed delimiters": "{{=<% %>=}}<%#a%><%human_message%>",
 }
 
-#: Valid templates and what each renders for the message 'hi' (missing keys are falsy).
+#: Valid templates and what each renders for the message 'hi'.
 VALID = {
     "{{human_message}}": "hi",
     "{{ human_message }}": "hi",
-    "{{#shouting}}LOUD: {{/shouting}}{{human_message}}": "hi",
-    "{{^quiet}}[{{human_message}}]{{/quiet}}": "[hi]",
+    "{{#human_message}}Said: {{/human_message}}{{human_message}}": "Said: hi",
+    "{{^human_message}}(silence){{/human_message}}[{{human_message}}]": "[hi]",
     "{{#human_message}}<{{human_message}}>{{/human_message}}": "<hi>",
-    "{{#a}}{{#b}}x{{/b}}{{/a}}{{! a comment }}{{{human_message}}}": "hi",
+    "{{#human_message}}<{{.}}>{{/human_message}}": "<hi>",
+    "{{#human_message}}{{#human_message}}x{{/human_message}}{{/human_message}}"
+    "{{! a comment }}{{{human_message}}}{{&human_message}}": "xhihi",
     "{{=<% %>=}}<%human_message%> {{kept}}": "hi {{kept}}",
     "plain text, no tags": "plain text, no tags",
 }

@@ -21,8 +21,13 @@ from turnloom.engine.tool_families import FAMILIES
 from turnloom.engine.tool_parsing import parse_tool_calls
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "chat_templates"
-#: No GGUF is read when the catalog gives the template, so none needs to exist.
-NO_GGUF = "/nonexistent/model.gguf"
+
+
+def no_gguf() -> str:
+    """A GGUF path given as a resolver: it is not run (nor the file read) when the template
+    is given, so none needs to exist (a plain missing path is refused when the model is made)."""
+    return "/nonexistent/model.gguf"
+
 
 ACCEPTS = {
     "Qwen-Qwen2.5-7B-Instruct": tl.models.ToolCallFamily.HERMES,
@@ -87,7 +92,7 @@ def projected_exchange() -> list[dict[str, object]]:
 @pytest.mark.parametrize("stem", sorted(ACCEPTS))
 def test_tool_capable_templates_pass_the_probe(stem: str) -> None:
     tl.register_model(
-        tl.CatalogEntry(name=f"probe-{stem}", path=NO_GGUF, chat_template=template(stem)),
+        tl.CatalogEntry(name=f"probe-{stem}", path=no_gguf, chat_template=template(stem)),
         replace=True,
     )
     model = tl.LlamaModel.from_catalog(f"probe-{stem}")
@@ -100,7 +105,7 @@ def test_tool_capable_templates_pass_the_probe(stem: str) -> None:
 
 @pytest.mark.parametrize("stem", REJECTS)
 def test_tool_less_templates_are_refused_at_agent_creation(stem: str) -> None:
-    model = tl.LlamaModel(NO_GGUF, name=f"probe-{stem}", chat_template=template(stem))
+    model = tl.LlamaModel(no_gguf, name=f"probe-{stem}", chat_template=template(stem))
     with tl.Engine(model) as engine, pytest.raises(tl.TurnloomError) as info:
         engine.create_agent(tool_graph(model.name))
     assert info.value.code == tl.ErrorCode.GraphCompilationFailed
@@ -110,7 +115,7 @@ def test_tool_less_templates_are_refused_at_agent_creation(stem: str) -> None:
 
 
 def test_tool_less_model_still_serves_generate_nodes() -> None:
-    model = tl.LlamaModel(NO_GGUF, name="phi", chat_template=template(REJECTS[1]))
+    model = tl.LlamaModel(no_gguf, name="phi", chat_template=template(REJECTS[1]))
     graph = (
         tl.GraphDescription()
         .add_node("say", tl.GenerateParams())
@@ -136,13 +141,13 @@ def test_probe_reasons() -> None:
 
 @pytest.mark.parametrize(("stem", "family"), sorted(ACCEPTS.items()))
 def test_family_is_detected_from_the_template(stem: str, family: tl.models.ToolCallFamily) -> None:
-    model = tl.LlamaModel(NO_GGUF, chat_template=template(stem))
+    model = tl.LlamaModel(no_gguf, chat_template=template(stem))
     assert model.tool_call_family() is family
 
 
 def test_catalog_family_override_wins() -> None:
     model = tl.LlamaModel(
-        NO_GGUF,
+        no_gguf,
         chat_template=template("Qwen-Qwen2.5-7B-Instruct"),
         tool_call_family=tl.models.ToolCallFamily.MISTRAL,
     )

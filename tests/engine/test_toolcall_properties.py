@@ -1148,7 +1148,7 @@ class ToolCallMachine(RuleBasedStateMachine):
 
     def _check_generations(self) -> None:
         """Every prompt since the last check is the model's (R-T3 well-formed, R-T9)."""
-        new = self.mock.requests[self.seen_requests :]
+        new = list(self.mock.requests)[self.seen_requests :]
         self.seen_requests = len(self.mock.requests)
         got: dict[int, list[Any]] = defaultdict(list)
         for request in new:

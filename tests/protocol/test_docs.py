@@ -12,6 +12,7 @@ import pytest
 
 import turnloom as tl
 from turnloom.engine.fields import param_fields
+from turnloom.engine.params_doc import DOCUMENTED
 from turnloom.protocol.messages import REQUESTS, SERVER_FRAMES
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
@@ -58,15 +59,8 @@ def row(field: dataclasses.Field[Any], tp: Any) -> str:
     )
 
 
-PARAM_CLASSES = [
-    tl.PauseParams,
-    tl.GenerateParams,
-    tl.CannedResponseParams,
-    tl.ToolCallParams,
-    tl.SamplingParams,
-    tl.ToolDefinition,
-    tl.ToolParamDefinition,
-]
+#: The node params and their parts (EngineSettings is not on the wire).
+PARAM_CLASSES = [cls for cls in DOCUMENTED if cls is not tl.EngineSettings]
 
 
 @pytest.mark.parametrize("cls", PARAM_CLASSES, ids=lambda c: c.__name__)

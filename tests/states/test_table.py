@@ -108,7 +108,7 @@ def test_generated_diagrams_are_deterministic_and_mention_every_state() -> None:
     for state in TurnState:
         assert state.value in turn_machine_mermaid()
         assert state.value in turn_machine_dot()
-    assert "time_out [!has_timeout_exit]" in turn_machine_mermaid()
+    assert "time_out [no timeout exit]" in turn_machine_mermaid()
 
 
 def test_committed_diagrams_are_up_to_date(tmp_path: Path) -> None:

@@ -13,21 +13,21 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import structlog
-
 from ..states import Trigger, TurnState, check, fire, is_legal
 from . import executor
-from .exchanges import check_batch
+from .exchanges import check_batch, normalize_tool_results
 from .fields import params_from_mapping
 from .graph import CompiledGraph
+from .guards import brief, some
+from .logs import get_logger
 from .params import NodeParams, check_mutation
 from .projection import Interaction
 from .rejections import AgentDestroyed, InvalidParamValue, UnknownNode
-from .results import AgentListener, Step, TurnResult, TurnStatus, normalize_tool_results
+from .results import AgentListener, Step, TurnResult, TurnStatus
 from .runtime import Runtime
 from .turn import Turn
 
-log = structlog.get_logger("turnloom.agent")
+log = get_logger("turnloom.agent")
 
 #: Statuses whose interaction joins the dialog. A cancelled or failed turn leaves no trace; a
 #: timed-out one keeps its partial interaction so the conversation stays intact (R-P5).
@@ -151,8 +151,8 @@ class AgentCore:
         params = self.params.get(node_name) if isinstance(node_name, str) else None
         if params is None:
             raise UnknownNode(
-                f"agent {self.agent_id}: {operation}: node {node_name!r} is not in the graph "
-                f"(nodes: {sorted(self.params)})"
+                f"agent {self.agent_id}: {operation}: node {brief(node_name)} is not in the "
+                f"graph (nodes: {some(sorted(self.params))})"
             )
         return params
 
@@ -163,11 +163,18 @@ class AgentCore:
         """
         self._check(Trigger.EDIT, "change_params")
         current = self._node(node_name, "change_params")
-        if isinstance(params, Mapping):
-            proposed = params_from_mapping(type(current), params, base=current)
-        else:
-            proposed = copy.deepcopy(params)
-        check_mutation(node_name, current, proposed)
+        try:
+            if isinstance(params, Mapping):
+                proposed = params_from_mapping(type(current), params, base=current)
+            else:
+                proposed = copy.deepcopy(params)
+            check_mutation(node_name, current, proposed)
+        except RecursionError:
+            # Copying or quoting a value nested thousands deep; nothing has changed yet.
+            raise InvalidParamValue(
+                f"agent {self.agent_id}: change_params: node '{node_name}': "
+                "a value is nested too deep"
+            ) from None
         fire(self.turn, Trigger.EDIT)
         if self.params is self.graph.nodes:
             self.params = dict(self.graph.nodes)
@@ -189,17 +196,30 @@ class AgentCore:
         """Resume the paused turn via its pending exit, or jump to `resume_node` (`resume`).
 
         `waiter` is resolved at the next pause or completion (registered before the resume).
+        The batch's shape (a sequence of well-formed results, at most
+        `MAX_TOOL_RESULTS_PER_BATCH`) is checked first, as every face does before sending it;
+        then the turn's state; then the node and the batch against the pause.
         """
+        self._check_alive("resume")
+        batch = normalize_tool_results(tool_results, f"agent {self.agent_id}: resume")
         self._check(Trigger.RESUME, "resume")
         turn = self.turn
         assert turn.pause is not None  # a paused turn always holds its pause
+        if resume_node is None:  # as over the wire, where nil means the field's default
+            resume_node = ""
+        if not isinstance(resume_node, str):
+            # Even a falsy one (0, [], {}): only '' means "via the pending exit".
+            raise UnknownNode(
+                f"agent {self.agent_id}: resume: resume_node must be a node name (a string) or "
+                f"'' for the pending exit, got {type(resume_node).__name__} {brief(resume_node)}"
+            )
         if resume_node:
             self._node(resume_node, "resume")  # UnknownNode leaves the turn paused
         settings = self.runtime.settings
         results = check_batch(
             self.agent_id,
             turn.pause.info,
-            normalize_tool_results(tool_results),
+            batch,
             max_result_bytes=settings.max_tool_result_bytes,
             max_batch_bytes=settings.max_tool_batch_bytes,
         )

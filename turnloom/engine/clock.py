@@ -9,10 +9,14 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
+import numbers
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from .guards import brief
 
 
 class TimerHandle(Protocol):
@@ -69,7 +73,9 @@ class VirtualClock(Clock):
     """Time that moves only when a test calls `advance`; due callbacks run on the loop in order."""
 
     def __init__(self, start: float = 0.0) -> None:
-        self._now = start
+        self._now = _seconds(start, "VirtualClock(start)")
+        if self._now < 0:
+            raise ValueError(f"VirtualClock(start): time starts at >= 0, got {brief(start)}")
         self._heap: list[tuple[float, int, _VirtualTimer]] = []
         self._seq = itertools.count()
         self._loop_thread: int | None = None
@@ -99,24 +105,38 @@ class VirtualClock(Clock):
     def advance(self, seconds: float) -> None:
         """Move time forward by `seconds`, running every callback that falls due, in order.
 
-        Safe from any thread: from outside the loop it runs on the loop and waits for it.
+        Safe from any thread: from outside the loop it runs on the loop and waits for it, and
+        an exception raised there (by a due callback) is raised here, time stopping where that
+        callback was due. `seconds` must be a finite real >= 0 that keeps the time finite
+        (TypeError / ValueError before anything runs): a NaN or infinite time would compare
+        false with every deadline, which then never fires.
         """
-        if seconds < 0:
-            raise ValueError("time only moves forward")
+        step = _seconds(seconds, "VirtualClock.advance")
+        if step < 0:
+            raise ValueError(f"VirtualClock.advance: time only moves forward, got {brief(seconds)}")
+        if not math.isfinite(self._now + step):
+            raise ValueError(
+                f"VirtualClock.advance: {brief(seconds)} s would take the time past a float's range"
+            )
         loop = self.loop
         if loop is not None and loop.is_running() and threading.get_ident() != self._loop_thread:
             done = threading.Event()
+            failure: list[BaseException] = []
 
             def run() -> None:
                 try:
-                    self._advance(seconds)
+                    self._advance(step)
+                except BaseException as exc:  # handed to the caller, not the loop's handler
+                    failure.append(exc)
                 finally:
                     done.set()
 
             loop.call_soon_threadsafe(run)
             done.wait()
+            if failure:
+                raise failure[0]
             return
-        self._advance(seconds)
+        self._advance(step)
 
     def _advance(self, seconds: float) -> None:
         target = self._now + seconds
@@ -127,3 +147,16 @@ class VirtualClock(Clock):
             self._now = max(self._now, when)
             timer.callback(*timer.args)
         self._now = target
+
+
+def _seconds(value: object, what: str) -> float:
+    """`value` as a finite float of seconds (TypeError for a non-number, ValueError else)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what}: seconds must be a real number, got {type(value).__name__}")
+    try:
+        seconds = float(value)
+    except (OverflowError, ValueError):
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise ValueError(f"{what}: seconds must be finite, got {brief(value)}")
+    return seconds

@@ -5,18 +5,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 
-import structlog
-
 from .agent import AgentCore
 from .backends.base import ModelBackend
 from .clock import Clock
 from .graph import GraphDescription, compile_graph
+from .guards import brief
+from .logs import get_logger
 from .params import NodeParams, ToolCallParams
 from .rejections import InvalidParamValue, UnknownAgent
 from .results import AgentListener
 from .runtime import EngineSettings, Runtime
 
-log = structlog.get_logger("turnloom.engine")
+log = get_logger("turnloom.engine")
 
 
 class EngineCore(Runtime):
@@ -61,7 +61,7 @@ class EngineCore(Runtime):
             or max_steps_per_turn < 1
         ):
             raise InvalidParamValue(
-                f"max_steps_per_turn must be an int >= 1, got {max_steps_per_turn!r}"
+                f"max_steps_per_turn must be an int >= 1, got {brief(max_steps_per_turn)}"
             )
         compiled = compile_graph(graph, self._model_error)
         agent = AgentCore(
@@ -81,7 +81,7 @@ class EngineCore(Runtime):
         """The live agent with this id (3001 if there is none)."""
         agent = self.agents.get(agent_id)
         if agent is None:
-            raise UnknownAgent(f"no agent with id {agent_id!r}")
+            raise UnknownAgent(f"no agent with id {brief(agent_id)}")
         return agent
 
     def forget(self, agent_id: int) -> None:

@@ -13,13 +13,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import structlog
-
 from ..states import IllegalTransition, Trigger, TurnState, fire, is_legal
 from .backends.base import ModelBackend
 from .clock import Clock
 from .exchanges import result_message, timeout_result
 from .graph import CompiledGraph
+from .logs import get_logger
 from .nodes import RUNNERS, NodeOutcome
 from .params import NodeParams
 from .projection import Interaction
@@ -36,7 +35,7 @@ from .results import (
 from .runtime import Runtime
 from .turn import OpenPause, Turn
 
-log = structlog.get_logger("turnloom.turn")
+log = get_logger("turnloom.turn")
 
 _STEPS_PER_YIELD = 8
 

@@ -4,6 +4,12 @@ A field declares through `param()` whether it is structural (fixed once set up) 
 `invalid_field` and `structural_change` read that metadata instead of one hand-written check per
 field. The mapping helpers bring wire-friendly values to and from the declared types. Nothing
 here knows what the dataclasses are for: `params.py` declares the node schemas with it.
+
+Values reach these functions straight from host code and from the wire, so nothing here may
+walk a value deeper than its declared type goes: a list nested 5,000 deep in a `str` field must
+be refused as "not a str", not crash `repr`, `copy.deepcopy` or an equality test on the way.
+Type checks therefore run before anything else looks inside a value, copies follow the declared
+types (`Declared.__deepcopy__`), and messages quote values through `brief`.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ import enum
 import math
 import types
 import typing
+import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+from .guards import brief
 from .rejections import InvalidParamValue
 
 _MISSING = dataclasses.MISSING
@@ -36,7 +44,10 @@ def param(
     check: Callable[[Any], str | None] | None = None,
     doc: str = "",
 ) -> Any:
-    """Declare a field: its default, whether it is structural, its range and an extra check."""
+    """Declare a field: its default, whether it is structural, its range and an extra check.
+
+    `check`'s docstring is the rule as `docs/params.md` states it.
+    """
     meta = {
         "structural": structural,
         "min": min,
@@ -62,6 +73,51 @@ def param_fields(cls: type) -> tuple[FieldInfo, ...]:
     return found
 
 
+def _enum_value(value: Any, tp: Any) -> Any:
+    """`value` as a member of the enum `tp` if it is one of its string values, else unchanged."""
+    # Only strings are looked up: looking up anything else would hash it, and hashing a tuple
+    # nested thousands deep overflows the stack.
+    is_enum = isinstance(tp, type) and issubclass(tp, enum.Enum)
+    if is_enum and isinstance(value, str) and not isinstance(value, tp):
+        try:
+            return tp(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _copy_value(value: Any, tp: Any) -> Any:
+    if isinstance(value, Declared):
+        return copy.deepcopy(value)
+    if isinstance(value, list) and typing.get_origin(tp) is list:
+        (item_tp,) = typing.get_args(tp)
+        return [_copy_value(item, item_tp) for item in value]
+    # Values of the declared scalar types are immutable. Anything else is off its type, will be
+    # refused by the validation that follows every copy, and is never stored; walking it could
+    # overflow the stack, so it is passed on as it is.
+    return _enum_value(value, tp)
+
+
+class Declared:
+    """Base of the declared dataclasses (node params and their parts).
+
+    Construction turns an enum field's string value into the member ("cycle" into
+    `Selection.Cycle`), as the wire does. Deep copies follow the declared field types.
+    """
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        for f, tp in param_fields(type(self)):
+            setattr(self, f.name, _enum_value(getattr(self, f.name), tp))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        clone = object.__new__(type(self))  # no __init__: nothing to coerce or warn about twice
+        for f, tp in param_fields(type(self)):
+            object.__setattr__(clone, f.name, _copy_value(getattr(self, f.name), tp))
+        return clone
+
+
 def _type_error(value: Any, tp: Any) -> str | None:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -77,26 +133,31 @@ def _type_error(value: Any, tp: Any) -> str | None:
                 return f"item {i} {err}"
         return None
     if tp is float:
-        # NaN would slip through every range check (all comparisons with it are false).
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        # NaN would slip through every range check (all comparisons with it are false). An int
+        # is exact and compares exactly with the bounds; converting a huge one would overflow.
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        ok = ok or (isinstance(value, float) and math.isfinite(value))
     elif tp is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif tp is type(None):
         ok = value is None
+    elif isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if isinstance(value, tp):
+            return None
+        values = [m.value for m in tp]
+        shown = brief(value) if isinstance(value, str) else type(value).__name__
+        return f"must be one of {values}, got {shown}"
     else:
         ok = isinstance(value, tp)
     return None if ok else f"must be {getattr(tp, '__name__', tp)}, got {type(value).__name__}"
 
 
-def _field_error(value: Any, f: dataclasses.Field[Any], tp: Any) -> str | None:
-    err = _type_error(value, tp)
-    if err:
-        return err
+def _range_error(value: Any, f: dataclasses.Field[Any]) -> str | None:
     meta = f.metadata
     if meta.get("min") is not None and value < meta["min"]:
-        return f"must be >= {meta['min']}, got {value!r}"
+        return f"must be >= {meta['min']}, got {brief(value)}"
     if meta.get("max") is not None and value > meta["max"]:
-        return f"must be <= {meta['max']}, got {value!r}"
+        return f"must be <= {meta['max']}, got {brief(value)}"
     if meta.get("min_len") is not None and len(value) < meta["min_len"]:
         return f"must have at least {meta['min_len']} item(s), got {len(value)}"
     if meta.get("check") is not None:
@@ -104,13 +165,25 @@ def _field_error(value: Any, f: dataclasses.Field[Any], tp: Any) -> str | None:
     return None
 
 
-def invalid_field(obj: Any, prefix: str = "") -> tuple[str, str] | None:
-    """The first field of `obj` (nested ones included) off its type or range: (path, reason)."""
+class FieldError(NamedTuple):
+    """A field off its type or range: where (dotted path), why, and whether its type is wrong."""
+
+    path: str
+    reason: str
+    wrong_type: bool
+
+
+def invalid_field(obj: Any, prefix: str = "") -> FieldError | None:
+    """The first field of `obj` (nested ones included) off its type or range.
+
+    Nested objects are checked before their field's own range and `check`, so a check may rely
+    on the types of what it inspects (`tools` reads each tool's parameter names).
+    """
     for f, tp in param_fields(type(obj)):
         value = getattr(obj, f.name)
-        err = _field_error(value, f, tp)
+        err = _type_error(value, tp)
         if err:
-            return prefix + f.name, err
+            return FieldError(prefix + f.name, err, True)
         if dataclasses.is_dataclass(value):
             nested = invalid_field(value, prefix + f.name + ".")
             if nested:
@@ -121,15 +194,37 @@ def invalid_field(obj: Any, prefix: str = "") -> tuple[str, str] | None:
                     nested = invalid_field(item, f"{prefix}{f.name}[{i}].")
                     if nested:
                         return nested
+        err = _range_error(value, f)
+        if err:
+            return FieldError(prefix + f.name, err, False)
     return None
 
 
 def structural_change(current: Any, proposed: Any) -> str | None:
-    """The first structural field whose value differs between the two objects, if any."""
+    """The first structural field whose value differs between the two objects, if any.
+
+    `current` is valid, so comparing with it stops at its own (bounded) depth.
+    """
     for f, _ in param_fields(type(current)):
         if f.metadata.get("structural") and getattr(proposed, f.name) != getattr(current, f.name):
             return f.name
     return None
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_deprecated(cls: type, name: str, stacklevel: int) -> None:
+    """Warn (once per process and field) that `name` is a deprecated, ignored field of `cls`."""
+    if (cls.__name__, name) in _WARNED:
+        return
+    _WARNED.add((cls.__name__, name))
+    reason = getattr(cls, "deprecated_fields", {}).get(name, "")
+    warnings.warn(
+        f"{cls.__name__}: '{name}' is deprecated and ignored{': ' + reason if reason else ''}",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _coerce(value: Any, tp: Any, current: Any = None) -> Any:
@@ -137,43 +232,50 @@ def _coerce(value: Any, tp: Any, current: Any = None) -> Any:
 
     A mapping for a nested dataclass field changes only the fields it names in `current`.
     """
-    if isinstance(tp, type):
-        if issubclass(tp, enum.Enum) and not isinstance(value, tp):
-            try:
-                return tp(value)
-            except ValueError:
-                return value
-        if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
-            base = current if isinstance(current, tp) else None
-            return params_from_mapping(tp, value, base=base)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
+        base = current if isinstance(current, tp) else None
+        return params_from_mapping(tp, value, base=base)
     if typing.get_origin(tp) is list and isinstance(value, list | tuple):
         (item_tp,) = typing.get_args(tp)
         return [_coerce(v, item_tp) for v in value]
-    return value
+    return _enum_value(value, tp)
 
 
 def params_from_mapping(cls: type[Any], values: Mapping[str, Any], base: Any = None) -> Any:
-    """Build a `cls` from a mapping (unknown keys are errors), starting from `base` if given."""
+    """Build a `cls` from a mapping (unknown keys are errors), starting from `base` if given.
+
+    A key `cls.deprecated_fields` names is dropped with a `DeprecationWarning`.
+    """
+    odd = [k for k in values if not isinstance(k, str)]
+    if odd:
+        raise InvalidParamValue(
+            f"{cls.__name__}: field names must be strings, got {type(odd[0]).__name__}"
+        )
     known = {f.name: tp for f, tp in param_fields(cls)}
-    unknown = sorted(set(values) - set(known))
+    deprecated = getattr(cls, "deprecated_fields", {})
+    unknown = sorted(set(values) - set(known) - set(deprecated))
     if unknown:
-        raise InvalidParamValue(f"{cls.__name__} has no field(s) {unknown}")
+        raise InvalidParamValue(f"{cls.__name__} has no field(s) {brief(unknown)}")
     obj = copy.deepcopy(base) if base is not None else cls()
     for key, value in values.items():
+        if key in deprecated:
+            warn_deprecated(cls, key, stacklevel=2)
+            continue
         setattr(obj, key, _coerce(value, known[key], getattr(obj, key)))
     return obj
 
 
+def _plain(value: Any, tp: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name), ftp) for f, ftp in param_fields(type(value))}
+    if isinstance(value, list | tuple) and typing.get_origin(tp) is list:
+        (item_tp,) = typing.get_args(tp)
+        return [_plain(x, item_tp) for x in value]
+    return value  # a scalar, or a value off its declared type, left as it is (not walked)
+
+
 def params_to_mapping(params: Any) -> dict[str, Any]:
     """A plain-data copy of params (enums as their values), for the wire and for logs."""
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, enum.Enum):
-            return v.value
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        if isinstance(v, list | tuple):
-            return [plain(x) for x in v]
-        return v
-
-    return typing.cast("dict[str, Any]", plain(params))
+    return typing.cast("dict[str, Any]", _plain(params, type(params)))

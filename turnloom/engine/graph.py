@@ -6,6 +6,7 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from .guards import brief
 from .params import NodeParams, validate_params
 from .rejections import GraphCompilationFailed, InvalidExitTarget
 
@@ -86,11 +87,12 @@ def compile_graph(graph: GraphDescription, check_model: ModelCheck) -> CompiledG
         model = compiled.model_for(params)
         if not model:
             raise GraphCompilationFailed(
-                f"node '{name}': field 'model_name' is empty and the graph has no default model"
+                f"node {brief(name)}: field 'model_name' is empty and the graph has no default "
+                "model"
             )
         err = check_model(name, model, params)
         if err:
-            raise GraphCompilationFailed(f"node '{name}': {err}")
+            raise GraphCompilationFailed(f"node {brief(name)}: {err}")
     return compiled
 
 
@@ -100,18 +102,30 @@ def _compile(graph: GraphDescription) -> CompiledGraph:
     nodes: dict[str, NodeParams] = {}
     for name, params in graph.nodes:
         if not isinstance(name, str) or not name:
-            raise GraphCompilationFailed(f"node name {name!r} must be a non-empty string")
+            raise GraphCompilationFailed(f"node name {brief(name)} must be a non-empty string")
         if name in nodes:
-            raise GraphCompilationFailed(f"node '{name}' is defined more than once")
+            raise GraphCompilationFailed(f"node {brief(name)} is defined more than once")
         if not isinstance(params, NodeParams) or not params.node_type:
             raise GraphCompilationFailed(
-                f"node '{name}': params must be a node params object, got {type(params).__name__}"
+                f"node {brief(name)}: params must be a node params object, "
+                f"got {type(params).__name__}"
             )
+        # Copies follow the declared field types, so a hostile value is not walked here; the
+        # validation below refuses it.
         nodes[name] = copy.deepcopy(params)
+    if not isinstance(graph.start_node, str):
+        raise GraphCompilationFailed(
+            f"the start node must be a string, got {type(graph.start_node).__name__}"
+        )
+    if not isinstance(graph.default_model_name, str):
+        raise GraphCompilationFailed(
+            "the default model name must be a string, "
+            f"got {type(graph.default_model_name).__name__}"
+        )
     if not graph.start_node:
         raise GraphCompilationFailed("graph has no start node")
     if graph.start_node not in nodes:
-        raise GraphCompilationFailed(f"start node '{graph.start_node}' is not in the graph")
+        raise GraphCompilationFailed(f"start node {brief(graph.start_node)} is not in the graph")
     for name, params in nodes.items():
         validate_params(name, params)
     for name, params in nodes.items():
@@ -119,7 +133,7 @@ def _compile(graph: GraphDescription) -> CompiledGraph:
             target = params.exit_target(route)
             if target and target not in nodes:
                 raise InvalidExitTarget(
-                    f"node '{name}': field '{route}_exit' names '{target}', "
+                    f"node {brief(name)}: field '{route}_exit' names {brief(target)}, "
                     "which is not in the graph"
                 )
     return CompiledGraph(nodes, graph.start_node, graph.default_model_name)

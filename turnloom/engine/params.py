@@ -9,13 +9,26 @@ stores its own copies.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import InitVar, dataclass
 from typing import Any, ClassVar
 
-import pystache
-
-from .fields import invalid_field, param, structural_change
+from .fields import Declared, invalid_field, param, structural_change, warn_deprecated
+from .guards import brief
+from .prompt_template import template_error
 from .rejections import InvalidParamValue, ParamNotMutable
+
+#: The longest timeout a param or setting takes, in ms (about 24.8 days): the largest signed
+#: 32-bit int, so it fits the int fields of clients in other languages (C# for Unity, C++ for
+#: Unreal). A longer wait is `0`, "forever".
+MAX_TIMEOUT_MS = 2**31 - 1
+#: The largest explicit seed: llama.cpp takes a uint32 seed and reads 0xFFFFFFFF as "random".
+MAX_SEED = 2**32 - 2
+#: Larger than any model's vocabulary (the largest are about 262k tokens): top_k past it is the
+#: same as 0, "off", so nothing is lost by refusing it.
+MAX_TOP_K = 1_000_000
+#: The longest reply one generation may produce, in tokens.
+MAX_TOKENS = 32768
 
 
 def exit_param(doc: str) -> Any:
@@ -41,73 +54,24 @@ class Selection(enum.StrEnum):
     Cycle = "cycle"
 
 
-_NOT_MUSTACHE = "is not a valid Mustache template"
-
-
-def _mustache_error(template: str) -> str | None:
-    """Why `template` is not a well-formed Mustache template, or None.
-
-    pystache's parser accepts an unclosed section (rendering then drops everything after its
-    opening tag, the player's message included) and keeps an unclosed tag as literal text. So the
-    tags are walked here first, by pystache's rules: the first closing delimiter ends a tag, tag
-    keys are stripped, and `{{=<% %>=}}` changes the delimiters. Then pystache parses the template
-    for whatever else it rejects.
-    """
-    otag, ctag = "{{", "}}"
-    sections: list[tuple[str, int]] = []  # the open sections: key, position of the opening tag
-    pos = 0
-    while (start := template.find(otag, pos)) >= 0:
-        end = template.find(ctag, start + len(otag))
-        if end < 0:
-            return f"{_NOT_MUSTACHE}: the tag at position {start} has no closing '{ctag}'"
-        tag = template[start : end + len(ctag)]
-        body = template[start + len(otag) : end].strip()
-        pos = end + len(ctag)
-        kind, key = body[:1], body[1:].strip()
-        if not body:
-            return f"{_NOT_MUSTACHE}: the tag '{tag}' at position {start} is empty"
-        if kind in ("#", "^"):
-            sections.append((key, start))
-        elif kind == "/":
-            if not sections:
-                return f"{_NOT_MUSTACHE}: '{tag}' at position {start} closes no open section"
-            if sections[-1][0] != key:
-                return (
-                    f"{_NOT_MUSTACHE}: '{tag}' at position {start} does not close the open "
-                    f"section '{sections[-1][0]}'"
-                )
-            sections.pop()
-        elif kind == "=":
-            delimiters = body[1:-1].split() if len(body) > 1 and body.endswith("=") else []
-            if len(delimiters) != 2:
-                return f"{_NOT_MUSTACHE}: '{tag}' at position {start} is not a delimiter change"
-            otag, ctag = delimiters
-    if sections:
-        key, start = sections[-1]
-        return f"{_NOT_MUSTACHE}: the section '{key}' opened at position {start} is never closed"
-    try:
-        pystache.parse(template)
-    except Exception as exc:  # pystache raises a few unrelated types for bad templates
-        return f"{_NOT_MUSTACHE} ({exc})"
-    return None
-
-
 @dataclass(slots=True)
-class SamplingParams:
+class SamplingParams(Declared):
     """Sampling options for a model-using node. All mutable."""
 
     temperature: float = param(0.7, min=0.0, max=5.0, doc="0 = greedy")
-    top_p: float = param(0.95, min=0.0, max=1.0)
-    top_k: int = param(40, min=0)
-    min_p: float = param(0.05, min=0.0, max=1.0)
-    repeat_penalty: float = param(1.1, min=0.0, max=10.0)
-    max_tokens: int = param(256, min=1, max=32768)
-    seed: int = param(-1, min=-1, doc="-1 = random")
-    timeout_ms: int = param(0, min=0, doc="time budget of one generation; 0 = none (4002)")
+    top_p: float = param(0.95, min=0.0, max=1.0, doc="nucleus sampling; 1 = off")
+    top_k: int = param(40, min=0, max=MAX_TOP_K, doc="0 = off")
+    min_p: float = param(0.05, min=0.0, max=1.0, doc="0 = off")
+    repeat_penalty: float = param(1.1, min=0.0, max=10.0, doc="1 = off")
+    max_tokens: int = param(256, min=1, max=MAX_TOKENS, doc="longest reply, in tokens")
+    seed: int = param(-1, min=-1, max=MAX_SEED, doc="-1 = random")
+    timeout_ms: int = param(
+        0, min=0, max=MAX_TIMEOUT_MS, doc="time budget of one generation; 0 = none (4002)"
+    )
 
 
 @dataclass(slots=True)
-class NodeParams:
+class NodeParams(Declared):
     """Base of every node's params. Subclasses name their type, exits and model use."""
 
     node_type: ClassVar[str] = ""
@@ -132,7 +96,11 @@ class PauseParams(NodeParams):
     exit_routes: ClassVar[tuple[str, ...]] = ("default", "timeout")
 
     pause_timeout_ms: int = param(
-        0, structural=True, min=0, doc="0 = wait forever; otherwise the pause's deadline"
+        0,
+        structural=True,
+        min=0,
+        max=MAX_TIMEOUT_MS,
+        doc="0 = wait forever; otherwise the pause's deadline",
     )
     default_exit: str = exit_param("taken on a plain resume")
     timeout_exit: str = exit_param("taken when the pause times out; '' = end pause_timed_out")
@@ -150,12 +118,16 @@ class GenerateParams(NodeParams):
     exit_routes: ClassVar[tuple[str, ...]] = ("default",)
     uses_model: ClassVar[bool] = True
 
-    system_prompt: str = param("")
-    template: str = param("{{human_message}}", check=_mustache_error)
-    placement: Placement = param(Placement.InPlaceOfUser)
+    system_prompt: str = param("", doc="'' = no system message")
+    template: str = param(
+        "{{human_message}}", check=template_error, doc="the prompt text this node adds"
+    )
+    placement: Placement = param(
+        Placement.InPlaceOfUser, doc="where the rendered template goes, relative to the user"
+    )
     stream: bool = param(True, doc="stream token deltas as AnswerText")
     model_name: str = param("", structural=True, doc="'' = the graph's default model")
-    sampling: SamplingParams = param(default_factory=SamplingParams)
+    sampling: SamplingParams = param(default_factory=SamplingParams, doc="see SamplingParams")
     default_exit: str = exit_param("taken after the reply")
 
 
@@ -166,8 +138,10 @@ class CannedResponseParams(NodeParams):
     node_type: ClassVar[str] = "CannedResponse"
     exit_routes: ClassVar[tuple[str, ...]] = ("default",)
 
-    lines: list[str] = param(default_factory=list, min_len=1)
-    selection: Selection = param(Selection.First)
+    lines: list[str] = param(default_factory=list, min_len=1, doc="the replies to pick from")
+    selection: Selection = param(
+        Selection.First, doc="first line, a random one, or each in turn (per agent)"
+    )
     default_exit: str = exit_param("taken after the line")
 
 
@@ -218,29 +192,35 @@ TOOL_PARAM_TYPES = ("string", "boolean", "integer", "number", "array", "object")
 
 
 def _tool_param_type_error(value: str) -> str | None:
-    return None if value in TOOL_PARAM_TYPES else f"must be one of {TOOL_PARAM_TYPES}"
+    """One of `string`, `boolean`, `integer`, `number`, `array`, `object`."""
+    if value in TOOL_PARAM_TYPES:
+        return None
+    return f"must be one of {TOOL_PARAM_TYPES}, got {brief(value)}"
 
 
 def _identifier_error(value: str) -> str | None:
+    """Not empty (nor only spaces)."""
     return None if value.strip() else "must not be empty"
 
 
 @dataclass(slots=True)
-class ToolParamDefinition:
+class ToolParamDefinition(Declared):
     """One parameter of a tool."""
 
-    name: str = param("", check=_identifier_error)
-    type: str = param("string", check=_tool_param_type_error)
-    description: str = param("")
+    name: str = param("", check=_identifier_error, doc="the argument's name")
+    type: str = param("string", check=_tool_param_type_error, doc="its JSON Schema type")
+    description: str = param("", doc="what it means, for the model")
 
 
 @dataclass(slots=True)
-class ToolDefinition:
+class ToolDefinition(Declared):
     """A tool the model may call: a name, what it does, and its parameters."""
 
-    name: str = param("", check=_identifier_error)
-    description: str = param("")
-    parameters: list[ToolParamDefinition] = param(default_factory=list)
+    name: str = param("", check=_identifier_error, doc="the name the model calls it by")
+    description: str = param("", doc="what it does, for the model")
+    parameters: list[ToolParamDefinition] = param(
+        default_factory=list, doc="its arguments (all required)"
+    )
 
     def json_schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function shape chat templates render."""
@@ -262,16 +242,17 @@ class ToolDefinition:
 
 
 def _tools_error(tools: list[ToolDefinition]) -> str | None:
+    """Tool names unique, and parameter names unique within each tool."""
     if not all(isinstance(t, ToolDefinition) and isinstance(t.name, str) for t in tools):
         return None  # the per-item checks name the bad item
-    names = [t.name for t in tools]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    # Counted once (a Counter, not list.count per name): a hostile list stays linear.
+    dupes = sorted(name for name, n in Counter(t.name for t in tools).items() if n > 1)
     if dupes:
-        return f"declares tool name(s) {dupes} more than once"
+        return f"declares tool name(s) {brief(dupes)} more than once"
     for tool in tools:
         pnames = [p.name for p in tool.parameters]
         if len(set(pnames)) != len(pnames):
-            return f"tool '{tool.name}' declares a parameter name more than once"
+            return f"tool {brief(tool.name)} declares a parameter name more than once"
     return None
 
 
@@ -284,20 +265,45 @@ class ToolCallParams(NodeParams):
     uses_model: ClassVar[bool] = True
 
     tools: list[ToolDefinition] = param(
-        default_factory=list, structural=True, min_len=1, check=_tools_error
+        default_factory=list,
+        structural=True,
+        min_len=1,
+        check=_tools_error,
+        doc="the tools offered to the model",
     )
-    disposition: ToolCallDisposition = param(ToolCallDisposition.Acknowledge, structural=True)
-    mode: ToolCallMode = param(ToolCallMode.CallOrAnswer)
-    system_prompt: str = param("")
+    disposition: ToolCallDisposition = param(
+        ToolCallDisposition.Acknowledge, structural=True, doc="what a detected call does"
+    )
+    mode: ToolCallMode = param(
+        ToolCallMode.CallOrAnswer, doc="call_or_answer also replies when no tool is called"
+    )
+    system_prompt: str = param("", doc="'' = no system message")
     acknowledge_text: str = param("", doc="'' = 'ok'")
     model_name: str = param("", structural=True, doc="'' = the graph's default model")
-    sampling: SamplingParams = param(default_factory=SamplingParams)
+    sampling: SamplingParams = param(default_factory=SamplingParams, doc="see SamplingParams")
     pause_timeout_ms: int = param(
-        0, structural=True, min=0, doc="for pausing dispositions; 0 = wait forever"
+        0,
+        structural=True,
+        min=0,
+        max=MAX_TIMEOUT_MS,
+        doc="for pausing dispositions; 0 = wait forever",
     )
     tool_called_exit: str = exit_param("taken when a declared tool was called")
     no_tool_called_exit: str = exit_param("taken when no declared tool was called")
     timeout_exit: str = exit_param("taken when the pause times out; '' = end pause_timed_out")
+    #: Fields of the original product accepted (in the constructor and in mappings) and ignored.
+    deprecated_fields: ClassVar[dict[str, str]] = {
+        "tool_call_format": "the model's own chat template decides how tools are offered and "
+        "how calls are parsed",
+    }
+    #: The original product's tool-call format choice: accepted, ignored, warned about once.
+    tool_call_format: InitVar[Any] = None
+
+    def __post_init__(self, tool_call_format: Any) -> None:
+        Declared.__post_init__(self)
+        if tool_call_format is not None:
+            # 1 = here, 2 = the dataclass __init__, 3 = the code that built the params.
+            warn_deprecated(ToolCallParams, "tool_call_format", stacklevel=3)
 
     def pausing_routes(self) -> tuple[str, ...]:
         """A pausing disposition pauses after `tool_called`, never after `no_tool_called`."""
@@ -308,20 +314,20 @@ def validate_params(node_name: str, params: NodeParams) -> None:
     """Raise `InvalidParamValue` naming node and field of a value of wrong type or range."""
     bad = invalid_field(params)
     if bad:
-        raise InvalidParamValue(f"node '{node_name}': field '{bad[0]}' {bad[1]}")
+        raise InvalidParamValue(f"node {brief(node_name)}: field '{bad.path}' {bad.reason}")
 
 
 def check_mutation(node_name: str, current: NodeParams, proposed: NodeParams) -> None:
     """Check that `proposed` may replace `current` at runtime (3006 first, then 3007)."""
     if type(proposed) is not type(current):
         raise InvalidParamValue(
-            f"node '{node_name}' is a {current.node_type} node; "
+            f"node {brief(node_name)} is a {current.node_type} node; "
             f"got {type(proposed).__name__}, expected {type(current).__name__}"
         )
     name = structural_change(current, proposed)
     if name:
         raise ParamNotMutable(
-            f"node '{node_name}': field '{name}' is structural (fixed at agent creation); "
-            f"current {getattr(current, name)!r}, requested {getattr(proposed, name)!r}"
+            f"node {brief(node_name)}: field '{name}' is structural (fixed at agent creation); "
+            f"current {brief(getattr(current, name))}, requested {brief(getattr(proposed, name))}"
         )
     validate_params(node_name, proposed)

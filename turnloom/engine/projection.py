@@ -11,6 +11,7 @@ import pystache
 
 from .backends.base import ChatMessage
 from .params import Placement
+from .prompt_template import TEMPLATE_VARIABLES
 
 # Prompts are not HTML: substitute text exactly as given.
 _RENDERER = pystache.Renderer(escape=lambda text: text, missing_tags="ignore")
@@ -28,6 +29,15 @@ class Interaction:
 def _parsed(template: str) -> Any:
     # Parsing is half the cost of a render, and a node renders the same template every turn.
     return pystache.parse(template)
+
+
+def prompt_context(current: Interaction) -> dict[str, str]:
+    """The values of the template variables (`TEMPLATE_VARIABLES`, all of them) for a turn."""
+    context = {"human_message": current.user_message}
+    # Templates are checked against TEMPLATE_VARIABLES: a name it lists but this omits would
+    # render empty, the very thing that check exists to prevent.
+    assert context.keys() == TEMPLATE_VARIABLES.keys()
+    return context
 
 
 def render_prompt(template: str, context: Mapping[str, Any]) -> str:

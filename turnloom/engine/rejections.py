@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..states import Rejection
+from .guards import some
 
 
 class GraphCompilationFailed(Rejection):
@@ -41,8 +42,14 @@ class InvalidParamValue(Rejection):
 class InvalidToolResults(Rejection):
     """A `tool_results` batch does not fit the pending calls of the pause (R-T7)."""
 
-    def __init__(self, reason: str, expected: Iterable[str], received: Iterable[str]) -> None:
-        exp, rec = list(expected), list(received)
-        super().__init__(f"{reason}; expected call ids {exp}, received {rec}")
+    def __init__(
+        self, reason: str, expected: Iterable[str] = (), received: Iterable[str] | None = None
+    ) -> None:
+        exp = list(expected)
+        rec = None if received is None else list(received)
+        # A batch may name thousands of ids: the message lists a bounded number of each.
+        listing = "" if rec is None else f"; expected call ids {some(exp)}, received {some(rec)}"
+        super().__init__(reason + listing)
         self.expected = exp
+        #: The ids the batch named; None when the batch was refused before its ids were read.
         self.received = rec

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +93,16 @@ class Step:
         """True while the turn waits for a resume."""
         return self.pause is not None
 
+    @property
+    def final(self) -> TurnResult:
+        """The finished turn's `result`, typed without None (RuntimeError if it is paused)."""
+        # `result` is Optional, so a type checker flags `step.result.text` even after a
+        # `while step.paused` loop; this is the narrowing a checker cannot do itself.
+        if self.result is None:
+            where = f" at '{self.pause.node_name}'" if self.pause is not None else ""
+            raise RuntimeError(f"the turn is paused{where}, not finished: resume it first")
+        return self.result
+
 
 class AgentListener:
     """Receives an agent's events on the engine loop. The host API and the server implement it.
@@ -124,25 +132,3 @@ class ToolResult:
 
     call_id: str
     result: str
-
-
-def _result_text(value: Any) -> str:
-    # Results reach the model as text; structured values are sent as JSON, not Python reprs.
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def normalize_tool_results(items: Iterable[Any] | None) -> list[ToolResult]:
-    """Accept `ToolResult`s, `(call_id, result)` pairs or `{call_id, result}` maps."""
-    batch: list[ToolResult] = []
-    for item in items or ():
-        if isinstance(item, ToolResult):
-            batch.append(ToolResult(str(item.call_id), _result_text(item.result)))
-        elif isinstance(item, Mapping):
-            batch.append(
-                ToolResult(str(item.get("call_id", "")), _result_text(item.get("result", "")))
-            )
-        elif isinstance(item, tuple | list) and len(item) == 2:
-            batch.append(ToolResult(str(item[0]), _result_text(item[1])))
-        else:
-            batch.append(ToolResult(repr(item), ""))
-    return batch

@@ -13,18 +13,40 @@ from dataclasses import dataclass
 
 from .backends.base import ModelBackend
 from .clock import Clock, LoopClock
+from .fields import invalid_field, param
+from .params import MAX_TIMEOUT_MS
+
+#: The largest byte limit a setting takes (2 GiB - 1): far past any frame or result a host sends.
+MAX_BYTES = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
-    """Engine-wide limits and timings."""
+    """Engine-wide limits and timings, checked when made.
+
+    A value of the wrong type raises `TypeError`, one out of range `ValueError`; the message
+    names the field. (These are a developer's constructor arguments, not an operation on an
+    agent, so they fail the way any Python constructor does, not with an error code.)
+    """
 
     #: Warn once when a pause outlives this (R-P6); 0 disables the warning.
-    pause_stall_warn_ms: int = 15_000
+    pause_stall_warn_ms: int = param(
+        15_000, min=0, max=MAX_TIMEOUT_MS, doc="warn once when a pause outlives this; 0 = never"
+    )
     #: Largest single tool result, in bytes of UTF-8 (R-T7).
-    max_tool_result_bytes: int = 64 * 1024
+    max_tool_result_bytes: int = param(
+        64 * 1024, min=0, max=MAX_BYTES, doc="largest single tool result, bytes of UTF-8"
+    )
     #: Largest tool_results batch, in bytes of UTF-8 (R-T7).
-    max_tool_batch_bytes: int = 512 * 1024
+    max_tool_batch_bytes: int = param(
+        512 * 1024, min=0, max=MAX_BYTES, doc="largest tool_results batch, bytes of UTF-8"
+    )
+
+    def __post_init__(self) -> None:
+        bad = invalid_field(self)
+        if bad:
+            error = TypeError if bad.wrong_type else ValueError
+            raise error(f"EngineSettings: field '{bad.path}' {bad.reason}")
 
 
 class Runtime:
@@ -40,6 +62,8 @@ class Runtime:
     ) -> None:
         self.models: dict[str, ModelBackend] = {m.name: m for m in models}
         self.clock = clock or LoopClock()
+        if settings is not None and not isinstance(settings, EngineSettings):
+            raise TypeError(f"settings must be an EngineSettings, got {type(settings).__name__}")
         self.settings = settings or EngineSettings()
         #: The error code of a turn failure: the engine never imports the protocol layer's
         #: table, the host hands it in.

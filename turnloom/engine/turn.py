@@ -88,6 +88,13 @@ class Turn:
         self.waiters.append(future)
         return future
 
+    def discard_waiter(self, future: asyncio.Future[Step]) -> None:
+        """Forget a waiter whose caller gave up (a timed-out poll), so polls leave nothing."""
+        if self.waiters is not None and future in self.waiters:
+            self.waiters.remove(future)
+            if not self.waiters:
+                self.waiters = None
+
     def settle_waiters(self, step: Step) -> None:
         """Resolve every pending waiter with `step`."""
         waiters, self.waiters = self.waiters, None

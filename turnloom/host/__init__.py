@@ -3,8 +3,9 @@ asyncio face (`AsyncEngine`, `AsyncAgent`) over the engine core in process, and 
 over the wire (`connect`, `connect_async`: the client, its connection and loop thread)."""
 
 from .aio import AsyncAgent, AsyncEngine
-from .client import AsyncRemoteEngine, RemoteEngine, connect, connect_async
+from .client import AsyncRemoteEngine
 from .loop_thread import BlockingCallInCallback
+from .remote import RemoteEngine, connect, connect_async
 from .sync import Agent, Engine
 
 __all__ = [

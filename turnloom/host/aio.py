@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from ..engine.agent import AgentCore
 from ..engine.backends.base import ModelBackend
 from ..engine.backends.catalog import DEFAULT_MODEL
+from ..engine.backends.info import ModelInfo, model_info
 from ..engine.backends.llama import LlamaModel
 from ..engine.clock import Clock
 from ..engine.core import EngineCore
@@ -17,7 +18,8 @@ from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, ToolResult, TurnResult
 from ..engine.runtime import EngineSettings
-from ..protocol.codes import code_for, rejected
+from ..engine.turn import Turn
+from ..protocol.codes import code_for, rejected, too_deep
 from ..states import Rejection
 from .api import AsyncAgentAPI, AsyncEngineAPI
 from .dispatch import CallbackDispatch
@@ -28,6 +30,16 @@ T = TypeVar("T")
 def default_models() -> list[ModelBackend]:
     """The models an engine loads when given none: the catalog's default (loaded on first use)."""
     return [LlamaModel.from_catalog(DEFAULT_MODEL)]
+
+
+async def _step(turn: Turn, future: asyncio.Future[Step]) -> Step:
+    """Await a waiter registered on `turn`; a caller that gives up (a timeout) takes it off,
+    so polling a paused turn leaves nothing behind and no longer counts as waiting (R-P6)."""
+    try:
+        return await future
+    except asyncio.CancelledError:
+        turn.discard_waiter(future)
+        raise
 
 
 def _resume_batch(core: AgentCore, batch: list[ToolResult]) -> None:
@@ -62,6 +74,8 @@ class AsyncAgent(AsyncAgentAPI):
             return fn(*args)
         except Rejection as rejection:
             raise rejected(operation, self._core.agent_id, rejection) from None
+        except RecursionError:
+            raise too_deep(operation) from None
 
     def _waiter(self) -> asyncio.Future[Step]:
         return self._core.runtime.loop.create_future()
@@ -71,14 +85,14 @@ class AsyncAgent(AsyncAgentAPI):
         # The waiter goes in before the walk starts: a walk that pauses or ends at once (an
         # eager task factory, a callback that cancels) still answers it.
         step = self._waiter()
-        self._do("send_message", self._core.send_message, text, step)
-        return await step
+        turn = self._do("send_message", self._core.send_message, text, step)
+        return await _step(turn, step)
 
     async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
         """Resume the paused turn, plainly or jumping to `resume_node`; return at the next step."""
         step = self._waiter()
-        self._do("resume", self._core.resume, resume_node, tool_results, step)
-        return await step
+        turn = self._do("resume", self._core.resume, resume_node, tool_results, step)
+        return await _step(turn, step)
 
     async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
         """Change a node's mutable params (while idle or paused)."""
@@ -101,12 +115,14 @@ class AsyncAgent(AsyncAgentAPI):
         step = self._do("wait", self._core.wait)
         if step is not None:
             return step
-        return await self._core.turn.add_waiter(self._waiter())
+        turn = self._core.turn
+        return await _step(turn, turn.add_waiter(self._waiter()))
 
     async def wait_complete(self) -> TurnResult | None:
         """Wait until the open turn ends, through any pauses; the last result if none is open."""
         while (step := self._do("wait_complete", self._core.wait)) is None or step.paused:
-            step = await self._core.turn.add_waiter(self._waiter())
+            turn = self._core.turn
+            step = await _step(turn, turn.add_waiter(self._waiter()))
             if step.result is not None:
                 return step.result
         return step.result
@@ -115,9 +131,9 @@ class AsyncAgent(AsyncAgentAPI):
         """Resume again with the kept batch; return at the next step."""
         batch = self.dispatch.kept()
         step = self._waiter()
-        self._do("retry_paused_tool_batch", self._core.resume, "", batch, step)
+        turn = self._do("retry_paused_tool_batch", self._core.resume, "", batch, step)
         self.dispatch.drop_batch(batch)
-        return await step
+        return await _step(turn, step)
 
 
 class AsyncEngine(AsyncEngineAPI):
@@ -176,8 +192,14 @@ class AsyncEngine(AsyncEngineAPI):
             )
         except Rejection as rejection:
             raise rejected("create_agent", None, rejection) from None
+        except RecursionError:
+            raise too_deep("create_agent") from None
         dispatch.resume_batch = functools.partial(_resume_batch, core)
         return AsyncAgent(core, dispatch)
+
+    async def list_models(self) -> list[ModelInfo]:
+        """The loaded models graphs may name, sorted by name."""
+        return [model_info(self.core.models[name]) for name in sorted(self.core.models)]
 
     async def aclose(self) -> None:
         """Cancel every open turn and destroy every agent."""

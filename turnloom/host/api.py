@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..engine.backends.info import ModelInfo
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, TurnResult
@@ -82,6 +83,10 @@ class AsyncEngineAPI(ABC):
         max_steps_per_turn: int = 64,
     ) -> AsyncAgentAPI:
         """Validate `graph` and create an agent over it."""
+
+    @abstractmethod
+    async def list_models(self) -> list[ModelInfo]:
+        """The models graphs may name, sorted by name."""
 
     @abstractmethod
     async def aclose(self) -> None:

@@ -14,28 +14,32 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import structlog
-
+from ..engine.backends.info import ModelInfo
+from ..engine.exchanges import normalize_tool_results
 from ..engine.fields import params_to_mapping
 from ..engine.graph import GraphDescription
+from ..engine.guards import brief
+from ..engine.logs import get_logger
 from ..engine.params import NodeParams
-from ..engine.results import PauseInfo, Step, ToolResult, TurnResult, normalize_tool_results
+from ..engine.results import PauseInfo, Step, ToolResult, TurnResult
+from ..protocol.codes import rejected, too_deep
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.graph_codec import graph_to_wire, node_type_of, params_from_wire, to_plain
 from ..protocol.records import (
+    model_info_from_wire,
     pause_from_wire,
     result_from_wire,
     tool_call_from_wire,
     tool_results_to_wire,
 )
+from ..states import Rejection
 from .api import AsyncAgentAPI, AsyncEngineAPI
 from .connection import Connection
 from .dispatch import CallbackDispatch
-from .loop_thread import LoopThread
-from .sync import EngineFace
+from .loop_thread import wait_limit
 
-log = structlog.get_logger("turnloom.client")
+log = get_logger("turnloom.client")
 
 
 class RemoteAsyncAgent(AsyncAgentAPI):
@@ -84,7 +88,9 @@ class RemoteAsyncAgent(AsyncAgentAPI):
             elif frame.get("event") == "tool_call":
                 self._notify("on_tool_call", tool_call_from_wire(frame))
             else:
-                log.warning("client.unknown_event", agent_id=self._agent_id, event=frame)
+                log.warning(
+                    "client.unknown_event", agent_id=self._agent_id, kind=brief(frame.get("event"))
+                )
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("client.bad_event", agent_id=self._agent_id, error=str(exc))
 
@@ -188,7 +194,11 @@ class RemoteAsyncAgent(AsyncAgentAPI):
 
     async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
         """Resume the paused turn, plainly or jumping to `resume_node`; return at the next step."""
-        batch = normalize_tool_results(tool_results)
+        self._check_alive("resume")
+        try:  # the batch's shape, as embedded; whether it fits the pause is the server's call
+            batch = normalize_tool_results(tool_results, f"agent {self._agent_id}: resume")
+        except Rejection as rejection:
+            raise rejected("resume", self._agent_id, rejection) from None
         message = {
             "type": "ResumeAgent",
             "resume_node": resume_node,
@@ -199,14 +209,17 @@ class RemoteAsyncAgent(AsyncAgentAPI):
     async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
         """Change a node's mutable params (while idle or paused)."""
         message: dict[str, Any] = {"type": "ChangeAgentParam", "node_name": node_name}
-        if isinstance(params, Mapping):
-            message["params"] = to_plain(params)
-        elif isinstance(params, NodeParams):
-            message["node_type"] = node_type_of(params)
-            message["params"] = params_to_mapping(params)
-        else:  # the server refuses it (3007), naming what it got
-            message["node_type"] = type(params).__name__
-            message["params"] = {}
+        try:
+            if isinstance(params, Mapping):
+                message["params"] = to_plain(params)
+            elif isinstance(params, NodeParams):
+                message["node_type"] = node_type_of(params)
+                message["params"] = params_to_mapping(params)
+            else:  # the server refuses it (3007), naming what it got
+                message["node_type"] = type(params).__name__
+                message["params"] = {}
+        except RecursionError:
+            raise too_deep("change_params") from None
         await self._call("change_params", message)
 
     async def get_params(self, node_name: str) -> NodeParams:
@@ -287,8 +300,9 @@ class AsyncRemoteEngine(AsyncEngineAPI):
     async def connect(
         cls, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
     ) -> AsyncRemoteEngine:
-        """Open a session (1001 if the server cannot be reached, 5004 on a version mismatch)."""
-        conn, ready = await Connection.open(host, port, timeout)
+        """Open a session (1001 if the server cannot be reached, 5004 on a version mismatch);
+        `timeout` as for blocking calls: seconds, or None / `math.inf` for no limit."""
+        conn, ready = await Connection.open(host, port, wait_limit(timeout, "connect"))
         return cls(conn, ready)
 
     async def __aenter__(self) -> AsyncRemoteEngine:
@@ -316,65 +330,35 @@ class AsyncRemoteEngine(AsyncEngineAPI):
             self._conn.sinks[agent.agent_id] = agent
             return agent
 
+        try:
+            wire = graph_to_wire(graph)
+        except RecursionError:
+            raise too_deep("create_agent") from None
         message = {
             "type": "CreateAgent",
-            "graph": graph_to_wire(graph),
+            "graph": wire,
             "enable_diagnostics": enable_diagnostics,
             "max_steps_per_turn": max_steps_per_turn,
         }
         return await self._conn.request(message, created)
 
+    async def list_models(self) -> list[ModelInfo]:
+        """The models the server offers, sorted by name (`ListModels`)."""
+
+        def listed(frame: dict[str, Any]) -> list[ModelInfo]:
+            return [model_info_from_wire(item) for item in frame["models"]]
+
+        return await self._conn.request({"type": "ListModels"}, listed)
+
     async def aclose(self, timeout: float = 5.0) -> None:
         """Destroy the session's agents (their open turns end cancelled, callbacks included),
         then close the connection."""
+        limit = wait_limit(timeout, "aclose")
         agents = [a for a in self._conn.sinks.values() if isinstance(a, RemoteAsyncAgent)]
         if agents and self._conn.error is None:
             destroying = asyncio.gather(*(a.destroy() for a in agents), return_exceptions=True)
             try:
-                await asyncio.wait_for(destroying, timeout)
+                await asyncio.wait_for(destroying, limit)
             except TimeoutError:
                 log.warning("client.close_timeout", agents=len(agents))
-        await self._conn.close(timeout)
-
-
-class RemoteEngine(EngineFace):
-    """A blocking session with a turnloom server: the `Engine` API, agents on the server.
-
-    The connection runs on a background loop thread, where callbacks run too.
-    """
-
-    _engine: AsyncRemoteEngine
-
-    def __init__(
-        self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
-    ) -> None:
-        self._runner = LoopThread("turnloom-client")
-        try:
-            self._engine = self._runner.block(
-                AsyncRemoteEngine.connect(host, port, timeout=timeout), "connect"
-            )
-        except BaseException:
-            self._runner.stop()
-            raise
-
-    def __enter__(self) -> RemoteEngine:
-        return self
-
-    @property
-    def session_id(self) -> int:
-        """The server's id of this session."""
-        return self._engine.session_id
-
-
-def connect(
-    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
-) -> RemoteEngine:
-    """Connect to a turnloom server; use the result exactly like `turnloom.Engine`."""
-    return RemoteEngine(host, port, timeout=timeout)
-
-
-async def connect_async(
-    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
-) -> AsyncRemoteEngine:
-    """Connect on the running loop; use the result exactly like `turnloom.AsyncEngine`."""
-    return await AsyncRemoteEngine.connect(host, port, timeout=timeout)
+        await self._conn.close(limit)

@@ -12,8 +12,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import structlog
-
+from ..engine.guards import brief
+from ..engine.logs import get_logger
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import (
     MAX_FRAME_BYTES,
@@ -24,7 +24,7 @@ from ..protocol.frames import (
 )
 from ..protocol.messages import EVENTS, REPLIES
 
-log = structlog.get_logger("turnloom.client")
+log = get_logger("turnloom.client")
 
 #: Runs on the loop thread when a request's successful reply arrives; its return value is
 #: the request's result.
@@ -47,7 +47,7 @@ def error_of(frame: dict[str, Any]) -> TurnloomError:
     try:
         return TurnloomError(code, message)  # type: ignore[arg-type]
     except (ValueError, TypeError):  # a code this client does not know
-        return TurnloomError(ErrorCode.MalformedMessage, f"server error {code!r}: {message}")
+        return TurnloomError(ErrorCode.MalformedMessage, f"server error {brief(code)}: {message}")
 
 
 class Connection(asyncio.Protocol):
@@ -68,7 +68,9 @@ class Connection(asyncio.Protocol):
         self._ids = itertools.count(1)
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout: float) -> tuple[Connection, dict[str, Any]]:
+    async def open(
+        cls, host: str, port: int, timeout: float | None
+    ) -> tuple[Connection, dict[str, Any]]:
         """Connect, read SessionReady, configure the session (1001 when that fails, 5004 when
         the server speaks another version)."""
         loop = asyncio.get_running_loop()
@@ -113,8 +115,13 @@ class Connection(asyncio.Protocol):
         for item in self.decoder.feed(data):
             if isinstance(item, FrameError):
                 log.warning("client.bad_frame", code=int(item.code), message=item.message)
-            else:
+                continue
+            try:
                 self._receive(item)
+            except Exception:
+                # A frame this client cannot read (an odd agent_id, say) must not raise out of
+                # data_received: asyncio would drop the connection and every agent on it.
+                log.exception("client.unreadable_frame", frame_type=brief(item.get("type")))
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Fail every pending request and waiter with 1002."""
@@ -220,7 +227,7 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    async def close(self, timeout: float = 5.0) -> None:
+    async def close(self, timeout: float | None = 5.0) -> None:
         """Close the session: send EOF and wait for the server to hang up, so that once this
         returns the server has ended the session's turns and destroyed its agents."""
         transport = self.transport

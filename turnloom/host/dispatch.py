@@ -15,11 +15,11 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import structlog
-
+from ..engine.guards import brief
+from ..engine.logs import get_logger
 from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
 
-log = structlog.get_logger("turnloom.host")
+log = get_logger("turnloom.host")
 
 PausedCallback = Callable[[str, str], None]
 ResumedCallback = Callable[[str, str], None]
@@ -176,6 +176,34 @@ class CallbackDispatch(AgentListener):
         return self.kept_batch
 
 
+def checked(setter: str, callback: Any, params: tuple[str, ...]) -> Any:
+    """`callback` if it can be called with `params` positionally (or None), else TypeError.
+
+    Checked when it is set: a callback with the wrong signature would otherwise raise inside
+    the engine at every event, where it can only be logged. A callable without an inspectable
+    signature (some builtins) is taken on trust.
+    """
+    if callback is None:
+        return None
+    if not callable(callback):
+        raise TypeError(
+            f"{setter}: the callback must be callable or None, got {type(callback).__name__}"
+        )
+    try:
+        signature = inspect.signature(callback)
+    except (TypeError, ValueError):
+        return callback
+    try:
+        signature.bind(*params)
+    except TypeError as exc:
+        name = getattr(callback, "__qualname__", type(callback).__name__)
+        raise TypeError(
+            f"{setter}: the callback is called as callback({', '.join(params)}), but "
+            f"{brief(name)}{brief(str(signature))} cannot take that ({exc})"
+        ) from None
+    return callback
+
+
 class DispatchFace:
     """The callback setters and tool registry of every agent face (embedded, remote, blocking):
     written once here, they all route through the face's `CallbackDispatch`."""
@@ -186,27 +214,31 @@ class DispatchFace:
 
     def set_on_paused(self, callback: PausedCallback | None) -> None:
         """`callback(node_name, pending_exit)` when a turn pauses."""
-        self.dispatch.paused = callback
+        self.dispatch.paused = checked("set_on_paused", callback, ("node_name", "pending_exit"))
 
     def set_on_resumed(self, callback: ResumedCallback | None) -> None:
         """`callback(node_name, resume_node)` when a paused turn goes on."""
-        self.dispatch.resumed = callback
+        self.dispatch.resumed = checked("set_on_resumed", callback, ("node_name", "resume_node"))
 
     def set_on_answer_text(self, callback: AnswerTextCallback | None) -> None:
         """`callback(text, is_delta, is_final)` for each piece of reply text."""
-        self.dispatch.answer_text = callback
+        self.dispatch.answer_text = checked(
+            "set_on_answer_text", callback, ("text", "is_delta", "is_final")
+        )
 
     def set_on_turn_complete(self, callback: TurnCompleteCallback | None) -> None:
         """`callback(result)` once per turn, when it ends."""
-        self.dispatch.turn_complete = callback
+        self.dispatch.turn_complete = checked("set_on_turn_complete", callback, ("result",))
 
     def set_on_tool_call_with_id(self, callback: ToolCallWithIdCallback | None) -> None:
         """`callback(call_id, tool_name, arguments_json)` for each notified tool call."""
-        self.dispatch.tool_call_with_id = callback
+        self.dispatch.tool_call_with_id = checked(
+            "set_on_tool_call_with_id", callback, ("call_id", "tool_name", "arguments_json")
+        )
 
     def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
         """`callback(ToolCallEvent)` for each notified tool call."""
-        self.dispatch.tool_call_event = callback
+        self.dispatch.tool_call_event = checked("set_on_tool_call_event", callback, ("event",))
 
     def register_tool(self, name: str, handler: ToolHandler | None) -> None:
         """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume (R-T8).
@@ -216,10 +248,12 @@ class DispatchFace:
         on the loop the agent's events arrive on (a coroutine function's result is awaited
         there).
         """
+        if not isinstance(name, str):
+            raise TypeError(f"register_tool: name must be a string, got {type(name).__name__}")
         if handler is None:
             self.dispatch.tools.pop(name, None)
         else:
-            self.dispatch.tools[name] = handler
+            self.dispatch.tools[name] = checked("register_tool", handler, ("call",))
 
     def has_paused_tool_batch(self) -> bool:
         """Whether an automatic resume with registered tools' results was refused and kept."""

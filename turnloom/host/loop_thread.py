@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
+import numbers
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from ..engine.guards import brief
 from ..protocol.errors import ErrorCode, TurnloomError
 
 T = TypeVar("T")
@@ -20,6 +23,33 @@ T = TypeVar("T")
 
 class BlockingCallInCallback(RuntimeError):
     """A blocking call was made on the engine's loop thread (from a callback)."""
+
+
+def wait_limit(timeout: Any, name: str) -> float | None:
+    """The seconds `name()` may wait for its answer: None or `math.inf` = no limit.
+
+    Checked before the call is handed to the loop, so a refused timeout leaves the call undone
+    (R-E1): TypeError for a non-number, ValueError for a negative, NaN or too-large one.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(
+            f"{name}(): timeout must be a number of seconds or None, "
+            f"got {type(timeout).__name__} {brief(timeout)}"
+        )
+    try:
+        seconds: float | None = float(timeout)
+    except (OverflowError, ValueError):  # an int too large for a float
+        seconds = None
+    if seconds == math.inf:
+        return None
+    if seconds is None or not 0 <= seconds <= threading.TIMEOUT_MAX:  # NaN fails this too
+        raise ValueError(
+            f"{name}(): timeout must be between 0 and {threading.TIMEOUT_MAX:.0f} seconds, or "
+            f"None or math.inf to wait without limit; got {brief(timeout)}"
+        )
+    return seconds
 
 
 class LoopThread:
@@ -39,7 +69,15 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def block(self, coro: Coroutine[Any, Any, T], name: str, timeout: float | None = None) -> T:
-        """Run `coro` on the loop and wait (BlockingCallInCallback on the loop thread, 1003)."""
+        """Run `coro` on the loop and wait (BlockingCallInCallback on the loop thread, 1003).
+
+        `timeout` is checked first (see `wait_limit`): a refused one runs nothing.
+        """
+        try:
+            timeout = wait_limit(timeout, name)
+        except (TypeError, ValueError):
+            coro.close()
+            raise
         if self.on_loop_thread():
             coro.close()
             raise BlockingCallInCallback(

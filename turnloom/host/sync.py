@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..engine.backends.base import ModelBackend
+from ..engine.backends.info import ModelInfo
 from ..engine.clock import Clock
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
@@ -160,6 +161,10 @@ class EngineFace:
             "create_agent",
         )
         return Agent(agent, self._runner)
+
+    def list_models(self) -> list[ModelInfo]:
+        """The models graphs may name (embedded: the loaded ones; remote: the server's)."""
+        return self._runner.block(self._engine.list_models(), "list_models")
 
     def close(self) -> None:
         """Cancel every open turn, destroy every agent and stop the loop thread."""

@@ -7,14 +7,13 @@ rejection into the host-facing `TurnloomError`, logging it with its code (R-L1).
 
 from __future__ import annotations
 
-import structlog
-
 from ..engine import rejections as r
 from ..engine import results
+from ..engine.logs import get_logger
 from ..states import IllegalTransition, Rejection, Trigger
 from .errors import ErrorCode, TurnloomError
 
-log = structlog.get_logger("turnloom.host")
+log = get_logger("turnloom.host")
 
 #: A host operation's trigger refused by the turn machine -> its code (SPEC R-S5). A refused
 #: `cancel` is no error (it answers "nothing to cancel"), so it has no row.
@@ -65,3 +64,11 @@ def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> Turn
         message=rejection.message,
     )
     return error
+
+
+def too_deep(operation: str) -> TurnloomError:
+    """The refusal (3007) of an argument nested too deep to read, copy or send: every face
+    gives it where Python would raise RecursionError, and nothing has changed by then."""
+    return TurnloomError(
+        ErrorCode.InvalidParamValue, f"{operation}: an argument is nested too deep to be read"
+    )

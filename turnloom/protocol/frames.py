@@ -13,6 +13,7 @@ from typing import Any
 
 import msgpack
 
+from ..engine.guards import brief
 from .errors import ErrorCode
 
 #: Where `python -m turnloom serve` listens and `turnloom.connect` connects when given nothing.
@@ -46,7 +47,8 @@ def encode_frame(message: Mapping[str, Any], max_bytes: int = MAX_FRAME_BYTES) -
     if len(body) > max_bytes:
         raise FrameError(
             ErrorCode.FrameTooLarge,
-            f"{message.get('type')} frame is {len(body)} bytes, over the {max_bytes}-byte limit",
+            f"{brief(message.get('type'))} frame is {len(body)} bytes, "
+            f"over the {max_bytes}-byte limit",
             _request_id_or_none(message.get("request_id")),
         )
     return _HEADER.pack(len(body)) + body
@@ -65,7 +67,7 @@ def decode_body(body: bytes) -> dict[str, Any]:
         message = msgpack.unpackb(body, raw=False, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         raise FrameError(
-            ErrorCode.MalformedMessage, f"frame body is not one msgpack value ({exc})"
+            ErrorCode.MalformedMessage, f"frame body is not one msgpack value ({brief(str(exc))})"
         ) from None
     if not isinstance(message, dict):
         raise FrameError(
@@ -76,7 +78,7 @@ def decode_body(body: bytes) -> dict[str, Any]:
     if raw_id is not None and request_id is None:
         raise FrameError(
             ErrorCode.MalformedMessage,
-            f"request_id must be an integer in [0, 2^63), got {raw_id!r}",
+            f"request_id must be an integer in [0, 2^63), got {brief(raw_id)}",
         )
     kind = message.get("type")
     if not isinstance(kind, str) or not kind:

@@ -4,7 +4,9 @@ A node is `{"name", "type", "params"}`: `type` is the params class's `node_type`
 "Generate", "CannedResponse", "ToolCall") and `params` the map of its fields
 (`params_to_mapping`). Decoding builds the params with `params_from_mapping` and leaves every
 value check to the engine, so a graph sent over the wire is refused exactly as the same graph
-would be in process (3003, 3007, 3008).
+would be in process (3003, 3007, 3008). Enum fields travel as their string values; a field the
+params class lists in `deprecated_fields` (ToolCall's `tool_call_format`) is accepted and
+dropped, as the constructor does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from ..engine.fields import params_from_mapping, params_to_mapping
 from ..engine.graph import GraphDescription
+from ..engine.guards import brief
 from ..engine.params import (
     CannedResponseParams,
     GenerateParams,
@@ -55,16 +58,17 @@ def params_from_wire(node_name: Any, node_type: Any, values: Any) -> NodeParams:
     cls = NODE_TYPES.get(node_type) if isinstance(node_type, str) else None
     if cls is None:
         raise GraphCompilationFailed(
-            f"node {node_name!r}: unknown node type {node_type!r} (known: {sorted(NODE_TYPES)})"
+            f"node {brief(node_name)}: unknown node type {brief(node_type)} "
+            f"(known: {sorted(NODE_TYPES)})"
         )
     if not isinstance(values, Mapping):
         raise GraphCompilationFailed(
-            f"node {node_name!r}: params must be a map, got {type(values).__name__}"
+            f"node {brief(node_name)}: params must be a map, got {type(values).__name__}"
         )
     try:
         return params_from_mapping(cls, values)
     except InvalidParamValue as rejection:
-        raise InvalidParamValue(f"node {node_name!r}: {rejection.message}") from None
+        raise InvalidParamValue(f"node {brief(node_name)}: {rejection.message}") from None
 
 
 def graph_to_wire(graph: GraphDescription) -> dict[str, Any]:

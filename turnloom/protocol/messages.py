@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.guards import brief
 from .errors import ErrorCode
 from .frames import FrameError
 
@@ -63,6 +64,7 @@ REQUESTS: dict[str, tuple[Field, ...]] = {
     "GetAgentParam": (AGENT_ID, Field("node_name", "any", required=True)),
     "GetAgentState": (AGENT_ID,),
     "Cancel": (AGENT_ID,),
+    "ListModels": (),
 }
 
 #: The python operation each request performs (for logs, and the same names the host API uses).
@@ -76,11 +78,19 @@ OPERATIONS: dict[str, str] = {
     "GetAgentParam": "get_params",
     "GetAgentState": "wait",
     "Cancel": "cancel",
+    "ListModels": "list_models",
 }
 
 #: Frames the server sends. Replies echo the request's `request_id`; events carry none.
 REPLIES = frozenset(
-    {"Ack", "ErrorResponse", "CreateAgentResponse", "AgentParamResponse", "AgentStateResponse"}
+    {
+        "Ack",
+        "ErrorResponse",
+        "CreateAgentResponse",
+        "AgentParamResponse",
+        "AgentStateResponse",
+        "ModelListResponse",
+    }
 )
 EVENTS = frozenset({"AnswerText", "NodeEvent", "TurnComplete"})
 SERVER_FRAMES = REPLIES | EVENTS | {"SessionReady"}
@@ -95,7 +105,7 @@ def parse_request(frame: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if spec is None:
         raise FrameError(
             ErrorCode.UnknownMessageType,
-            f"unknown request type {kind!r} (known: {sorted(REQUESTS)})",
+            f"unknown request type {brief(kind)} (known: {sorted(REQUESTS)})",
             request_id,
         )
     fields: dict[str, Any] = {}

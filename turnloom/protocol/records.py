@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..engine.backends.info import ModelInfo
 from ..engine.results import PauseInfo, ToolCallEvent, ToolResult, TurnResult, TurnStatus
 
 
@@ -89,3 +90,25 @@ def result_from_wire(data: Mapping[str, Any]) -> TurnResult:
 def tool_results_to_wire(batch: list[ToolResult]) -> list[dict[str, str]]:
     """A results batch as `[{call_id, result}]`."""
     return [{"call_id": r.call_id, "result": r.result} for r in batch]
+
+
+def model_info_to_wire(info: ModelInfo) -> dict[str, Any]:
+    """One item of `ModelListResponse.models`."""
+    return {
+        "name": info.name,
+        "renders_tools": info.renders_tools,
+        "tool_support_error": info.tool_support_error,
+        "tool_call_family": info.tool_call_family,
+        "context_size": info.context_size,
+    }
+
+
+def model_info_from_wire(data: Mapping[str, Any]) -> ModelInfo:
+    """A `ModelListResponse` item back into a `ModelInfo`."""
+    return ModelInfo(
+        name=data["name"],
+        renders_tools=data["renders_tools"],
+        tool_support_error=data.get("tool_support_error", ""),
+        tool_call_family=data.get("tool_call_family", ""),
+        context_size=data.get("context_size"),
+    )

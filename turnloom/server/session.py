@@ -11,28 +11,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any, Protocol
-
-import structlog
 
 from ..engine.agent import AgentCore
 from ..engine.core import EngineCore
-from ..engine.fields import params_to_mapping
-from ..engine.rejections import AgentDestroyed, InvalidParamValue, UnknownAgent
-from ..protocol.codes import rejected
+from ..engine.guards import brief
+from ..engine.logs import get_logger
+from ..protocol.codes import rejected, too_deep
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
-from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
 from ..protocol.messages import OPERATIONS, error_response, parse_request
-from ..protocol.records import pause_to_wire, result_to_wire
-from ..states import Rejection, TurnState
-from .events import SessionEvents
+from ..states import Rejection
 from .limits import ServerLimits
+from .requests import HANDLERS, SessionRequests
 
-log = structlog.get_logger("turnloom.server")
-
-Handler = Callable[["Session", dict[str, Any]], dict[str, Any]]
+log = get_logger("turnloom.server")
 
 
 class SessionHost(Protocol):
@@ -55,7 +48,7 @@ class SessionHost(Protocol):
         ...
 
 
-class Session(asyncio.Protocol, SessionEvents):
+class Session(asyncio.Protocol, SessionRequests):
     """A client connection: its agents, its configuration, its outgoing bytes."""
 
     def __init__(self, server: SessionHost, session_id: int) -> None:
@@ -77,6 +70,11 @@ class Session(asyncio.Protocol, SessionEvents):
         #: Logged with every event of the session (a dict, not a bound logger: a bound logger
         #: would keep the output stream of the moment it was bound).
         self.context: dict[str, Any] = {"session_id": session_id}
+
+    @property
+    def engine_core(self) -> EngineCore:
+        """The engine core of the session's server."""
+        return self.server.engine_core
 
     # --- transport ---------------------------------------------------------------------------
 
@@ -102,15 +100,30 @@ class Session(asyncio.Protocol, SessionEvents):
         )
 
     def data_received(self, data: bytes) -> None:
-        """Decode frames and answer each one, in order."""
+        """Decode frames and answer each one, in order. Never raises: asyncio would close
+        the connection, so one frame would end the session (R-W1)."""
         for item in self.decoder.feed(data):
             if self.closed:
                 return
-            if isinstance(item, FrameError):
-                log.info("frame.refused", code=int(item.code), message=item.message, **self.context)
-                self.send(error_response(item.code, item.message, item.request_id))
-            else:
-                self.handle(item)
+            try:
+                if isinstance(item, FrameError):
+                    log.info(
+                        "frame.refused", code=int(item.code), message=item.message, **self.context
+                    )
+                    self.send(error_response(item.code, item.message, item.request_id))
+                else:
+                    self.handle(item)
+            except Exception as exc:
+                # `handle` answers every request itself; this is the net for what it did not
+                # foresee. The frame's request_id may be what failed, so the answer has none.
+                log.exception("frame.failed", **self.context)
+                self.send(
+                    error_response(
+                        ErrorCode.MalformedMessage,
+                        f"the frame could not be processed ({type(exc).__name__})",
+                        None,
+                    )
+                )
 
     def connection_lost(self, exc: Exception | None) -> None:
         """End the session: cancel its turns, destroy its agents."""
@@ -248,141 +261,16 @@ class Session(asyncio.Protocol, SessionEvents):
         except Rejection as rejection:
             refusal = rejected(OPERATIONS[kind], fields.get("agent_id"), rejection)
             reply = error_response(refusal.code, refusal.message, request_id)
+        except RecursionError:  # a value nested too deep to read: refused as embedded
+            refusal = too_deep(OPERATIONS[kind])
+            reply = error_response(refusal.code, refusal.message, request_id)
         except Exception as exc:
             # Values no check anticipated; the server stays up and the client learns which.
             log.exception("request.failed", request_type=kind, **self.context)
             reply = error_response(
                 ErrorCode.MalformedMessage,
-                f"{kind} could not be processed: {type(exc).__name__}: {exc}",
+                f"{kind} could not be processed: {brief(exc)}",
                 request_id,
             )
         reply["request_id"] = request_id
         self.send(reply)
-
-    def agent(self, fields: dict[str, Any]) -> AgentCore:
-        """The session's agent the request names (3001 unknown, 3002 destroyed)."""
-        agent_id = fields["agent_id"]
-        core = self.agents.get(agent_id)
-        if core is not None:
-            return core
-        if agent_id in self.destroyed:
-            raise AgentDestroyed(f"agent {agent_id} was destroyed")
-        # Other sessions' agents are unknown here: sessions never see into each other.
-        raise UnknownAgent(f"no agent with id {agent_id!r} in this session")
-
-    def configure(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """ConfigureSession: check the client's protocol version (5004)."""
-        version = fields["protocol_version"]
-        if version != PROTOCOL_VERSION:
-            raise TurnloomError(
-                ErrorCode.ProtocolVersionMismatch,
-                f"client speaks protocol version {version}, this server speaks {PROTOCOL_VERSION}",
-            )
-        self.configured = True
-        self.context["client"] = str(fields["client_name"])[:64]
-        return {"type": "Ack", "session_id": self.session_id, "protocol_version": version}
-
-    def create_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """CreateAgent: compile the graph into a new agent of this session."""
-        limit = self.limits.max_agents_per_session
-        if len(self.agents) >= limit:
-            raise TurnloomError(
-                ErrorCode.SessionLimitExceeded,
-                f"this session already has {len(self.agents)} agents, its limit; destroy one first",
-            )
-        steps = fields["max_steps_per_turn"]
-        if isinstance(steps, int) and steps > self.limits.max_steps_per_turn:
-            raise TurnloomError(
-                ErrorCode.SessionLimitExceeded,
-                f"max_steps_per_turn {steps} is over this server's limit of "
-                f"{self.limits.max_steps_per_turn}",
-            )
-        core = self.server.engine_core.create_agent(
-            graph_from_wire(fields["graph"]),
-            self,
-            enable_diagnostics=fields["enable_diagnostics"],
-            max_steps_per_turn=steps,
-        )
-        self.agents[core.agent_id] = core
-        return {"type": "CreateAgentResponse", "agent_id": core.agent_id}
-
-    def destroy_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """DestroyAgent: cancel its open turn and forget it."""
-        core = self.agent(fields)
-        core.destroy()
-        del self.agents[core.agent_id]
-        self.destroyed[core.agent_id] = None
-        if len(self.destroyed) > self.limits.destroyed_ids_remembered:
-            self.destroyed.popitem(last=False)
-        return {"type": "Ack", "agent_id": core.agent_id}
-
-    def send_message(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """SendMessage: start a turn."""
-        core = self.agent(fields)
-        turn = core.send_message(fields["text"])
-        return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}
-
-    def resume(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """ResumeAgent: resume the paused turn, plainly, by jump, or with tool results."""
-        core = self.agent(fields)
-        turn = core.resume(fields["resume_node"], fields["tool_results"])
-        return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}
-
-    def change_params(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """ChangeAgentParam: a whole params object (with node_type) or some fields (without)."""
-        core = self.agent(fields)
-        node, node_type, values = fields["node_name"], fields["node_type"], fields["params"]
-        if node_type:
-            if node_type not in NODE_TYPES:
-                raise InvalidParamValue(
-                    f"node {node!r}: unknown node type {node_type!r} (known: {sorted(NODE_TYPES)})"
-                )
-            core.change_params(node, params_from_wire(node, node_type, values))
-        else:
-            core.change_params(node, values)
-        return {"type": "Ack", "agent_id": core.agent_id}
-
-    def get_params(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """GetAgentParam: a node's current params."""
-        core = self.agent(fields)
-        params = core.get_params(fields["node_name"])
-        return {
-            "type": "AgentParamResponse",
-            "agent_id": core.agent_id,
-            "node_name": fields["node_name"],
-            "node_type": params.node_type,
-            "params": params_to_mapping(params),
-        }
-
-    def get_state(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """GetAgentState: where the agent's turn stands, and its last completion."""
-        core = self.agent(fields)
-        turn = core.turn
-        pause = turn.pause if turn.state is TurnState.PAUSED else None
-        return {
-            "type": "AgentStateResponse",
-            "agent_id": core.agent_id,
-            "state": turn.state.value,
-            "turn_id": turn.turn_id or None,
-            "pause": pause_to_wire(pause.info) if pause is not None else None,
-            "last_result": result_to_wire(core.last_result) if core.last_result else None,
-        }
-
-    def cancel(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """Cancel: end the open turn; `cancelled` is False when there was none."""
-        core = self.agent(fields)
-        return {"type": "Ack", "agent_id": core.agent_id, "cancelled": core.cancel()}
-
-
-#: The handler of each request type.
-HANDLERS: dict[str, Handler] = {
-    "ConfigureSession": Session.configure,
-    "CreateAgent": Session.create_agent,
-    "DestroyAgent": Session.destroy_agent,
-    "SendMessage": Session.send_message,
-    "ResumeAgent": Session.resume,
-    "ChangeAgentParam": Session.change_params,
-    "GetAgentParam": Session.get_params,
-    "GetAgentState": Session.get_state,
-    "Cancel": Session.cancel,
-}

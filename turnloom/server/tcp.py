@@ -11,16 +11,15 @@ import asyncio
 import contextlib
 import itertools
 
-import structlog
-
 from ..engine.core import EngineCore
+from ..engine.logs import get_logger
 from ..host.aio import AsyncEngine
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from .limits import ServerLimits, is_loopback
 from .session import Session
 
-log = structlog.get_logger("turnloom.server")
+log = get_logger("turnloom.server")
 
 
 class Server:

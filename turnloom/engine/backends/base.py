@@ -15,6 +15,46 @@ from ..tool_families import ToolCallFamily
 ChatMessage = dict[str, Any]
 
 
+@dataclass(slots=True)
+class GenerationProgress:
+    """How far a running generation has got, kept up to date while it runs.
+
+    A backend counts its tokens here as it produces them (`add` / `reach`, on the engine loop),
+    so a generation that is cancelled or runs out of time still reports what it produced. The
+    engine listens through `listener` (called with each increment); a backend that never
+    reports progress leaves it at 0.
+    """
+
+    tokens: int = 0
+    listener: Callable[[int], None] | None = field(default=None, repr=False, compare=False)
+
+    def add(self, count: int = 1) -> None:
+        """Count `count` more tokens (a negative or zero count changes nothing)."""
+        if count <= 0:
+            return
+        self.tokens += count
+        if self.listener is not None:
+            self.listener(count)
+
+    def reach(self, total: int) -> None:
+        """Bring the count up to `total` (for a backend that counts elsewhere, e.g. on a
+        worker thread); a total below the current count changes nothing."""
+        self.add(total - self.tokens)
+
+    def tracking(
+        self, tokens: Callable[[], int], on_delta: Callable[[str], None] | None
+    ) -> Callable[[str], None]:
+        """A delta callback for a backend that counts its tokens elsewhere (e.g. on a worker
+        thread): each delta first brings the count up to `tokens()`, then goes to `on_delta`."""
+
+        def relay(text: str) -> None:
+            self.reach(tokens())
+            if on_delta is not None:
+                on_delta(text)
+
+        return relay
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationRequest:
     """One generation: the projected chat, the tools to offer (JSON-schema dicts), sampling."""
@@ -25,6 +65,10 @@ class GenerationRequest:
     #: The agent asking: a backend with several instances keeps an agent on one of them, so
     #: the model's prompt cache (prefix reuse) survives from turn to turn.
     agent_id: int = 0
+    #: Where the backend reports the tokens produced so far (see `GenerationProgress`).
+    progress: GenerationProgress = field(
+        default_factory=GenerationProgress, repr=False, compare=False
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +83,9 @@ class ModelBackend(ABC):
     """An inference engine for one model name.
 
     `generate` runs on the engine loop; cancelling the awaiting task must stop the generation
-    within a few tokens.
+    within a few tokens. A backend should count each token it produces in `request.progress`
+    as it goes, so that a cancelled or timed-out turn still counts them (a backend that does
+    not is counted only by the `tokens` of the result it returns).
     """
 
     name: str

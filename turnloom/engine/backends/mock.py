@@ -2,7 +2,8 @@
 
 It is a real engine with a fixed script instead of weights: it receives the projected chat,
 streams its reply token by token (yielding to the loop between tokens, so cancellation works as
-with a real model) and counts tokens. Every request is recorded for inspection.
+with a real model) and counts tokens, reporting each in the request's `progress` as it goes.
+The latest requests are kept for inspection.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from .base import GenerationRequest, GenerationResult, ModelBackend
 ScriptItem = str | BaseException | Callable[[GenerationRequest], str]
 
 _TOKEN = re.compile(r"\s*\S+|\s+")
+
+#: How many of its latest requests a `MockModel` keeps in `requests`: enough for any test to
+#: look back on, bounded so that a long-running `serve --mock` does not grow without end.
+KEPT_REQUESTS = 1000
 
 
 def split_tokens(text: str) -> list[str]:
@@ -51,8 +56,13 @@ class MockModel(ModelBackend):
         self.fallback = fallback
         self.renders_tools = renders_tools
         self.family = family
-        self.requests: list[GenerationRequest] = []
+        #: The latest `KEPT_REQUESTS` requests, oldest first (`requests[-1]` is the last one).
+        self.requests: deque[GenerationRequest] = deque(maxlen=KEPT_REQUESTS)
         self.cancelled_generations = 0
+        #: When set, every reply stops after this many tokens and the generation waits there
+        #: until it is cancelled, like a model stuck mid-reply (for tests of cancellation and
+        #: time budgets mid-stream).
+        self.hold_after: int | None = None
 
     def push(self, *items: ScriptItem) -> None:
         """Append replies to the script."""
@@ -72,7 +82,10 @@ class MockModel(ModelBackend):
         try:
             for token in tokens:
                 await asyncio.sleep(0)
+                if self.hold_after is not None and len(produced) >= self.hold_after:
+                    await asyncio.get_running_loop().create_future()  # until cancelled
                 produced.append(token)
+                request.progress.add()
                 if on_delta is not None:
                     on_delta(token)
         except asyncio.CancelledError:

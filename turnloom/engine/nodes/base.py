@@ -95,7 +95,36 @@ async def generate_within_budget(
     on_delta: Callable[[str], None] | None = None,
 ) -> GenerationResult:
     """Run one generation; past `sampling.timeout_ms` on the engine clock, end it with
-    `InferenceTimeout` (4002)."""
+    `InferenceTimeout` (4002).
+
+    The tokens the backend reports in `request.progress` are counted in the turn as they are
+    produced, so a turn cancelled mid-generation (whose result is made at once) or ended by
+    the budget counts them. On success that running count is withdrawn again: the caller
+    counts `result.tokens`, the backend's final word (`ctx.add_tokens(result.tokens)`).
+    """
+    progress = request.progress
+    counted = 0
+
+    def count(tokens: int) -> None:
+        nonlocal counted
+        counted += tokens
+        ctx.add_tokens(tokens)
+
+    progress.listener = count
+    try:
+        result = await _generate_within_budget(ctx, backend, request, on_delta)
+    finally:
+        progress.listener = None
+    ctx.add_tokens(-counted)
+    return result
+
+
+async def _generate_within_budget(
+    ctx: NodeContext,
+    backend: ModelBackend,
+    request: GenerationRequest,
+    on_delta: Callable[[str], None] | None,
+) -> GenerationResult:
     budget_ms = request.sampling.timeout_ms
     if not budget_ms:
         return await backend.generate(request, on_delta)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from ..backends.base import GenerationRequest
 from ..params import GenerateParams
-from ..projection import project_chat, render_prompt
+from ..projection import project_chat, prompt_context, render_prompt
 from .base import NodeContext, NodeOutcome, generate_within_budget
 
 
 async def run_generate(ctx: NodeContext, params: GenerateParams) -> NodeOutcome:
     """Generate one reply with the node's model; stream deltas if `stream` is set."""
-    prompt_text = render_prompt(params.template, {"human_message": ctx.interaction.user_message})
+    prompt_text = render_prompt(params.template, prompt_context(ctx.interaction))
     messages = project_chat(
         ctx.dialog,
         ctx.interaction,
@@ -26,10 +26,10 @@ async def run_generate(ctx: NodeContext, params: GenerateParams) -> NodeOutcome:
         GenerationRequest(messages, params.sampling, agent_id=ctx.agent_id),
         ctx.emit_text if params.stream else None,
     )
+    ctx.add_tokens(result.tokens)  # first: a callback of `emit_text` may end the turn
     if not params.stream:
         ctx.emit_text(result.text)
     ctx.add_reply(result.text)
-    ctx.add_tokens(result.tokens)
     return NodeOutcome(
         "default",
         diagnostics={

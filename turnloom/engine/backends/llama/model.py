@@ -22,8 +22,7 @@ from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from ...logs import get_logger
 from ...params import SamplingParams
 from ...tool_families import ToolCallFamily, detect_family
 from ..base import ChatMessage, GenerationRequest, GenerationResult, ModelBackend
@@ -37,17 +36,20 @@ from .chat_template import (
     uses_tools,
 )
 from .grammar import ToolCallGrammar, string_caps, tool_call_grammar
-from .native import Instance, Vocab, load_llama, read_vocab_only
+from .native import Instance, Vocab, check_gguf, load_llama, read_vocab_only, require_llama_cpp
 from .streaming import DeltaRelay, GenerationStats, Job, Reply, sample
 
 if TYPE_CHECKING:
     from llama_cpp import Llama, LlamaGrammar
 
-log = structlog.get_logger("turnloom.llama")
+log = get_logger("turnloom.llama")
 
 
 class LlamaModel(ModelBackend):
-    """A GGUF model run by llama-cpp-python, loaded lazily, on `instances` worker threads."""
+    """A GGUF model run by llama-cpp-python, loaded lazily, on `instances` worker threads.
+
+    A path that is not a readable GGUF is refused here, not at the first turn (see `check_gguf`).
+    """
 
     def __init__(
         self,
@@ -94,6 +96,7 @@ class LlamaModel(ModelBackend):
     def _setup(self, entry: CatalogEntry, instances: int) -> None:
         if not isinstance(instances, int) or instances < 1:
             raise ValueError(f"instances must be an int >= 1, got {instances!r}")
+        require_llama_cpp()
         unknown = set(entry.sampling) - {f.name for f in dataclasses.fields(SamplingParams)}
         if unknown:
             raise ValueError(f"unknown sampling field(s) {sorted(unknown)} for '{entry.name}'")
@@ -110,6 +113,8 @@ class LlamaModel(ModelBackend):
         self._grammars: dict[tuple[Any, ...], tuple[ToolCallGrammar, Any]] = {}
         self._support_error: tuple[str | None] | None = None
         self._instances = [Instance(self.name, i, self._load_llama) for i in range(instances)]
+        if not callable(entry.path):  # a resolver (the default model's) may write a file: later
+            self.model_path()
 
     def __repr__(self) -> str:
         return (
@@ -130,10 +135,12 @@ class LlamaModel(ModelBackend):
         return len(self._instances)
 
     def model_path(self) -> Path:
-        """The GGUF file (running the catalog's resolver on first call)."""
+        """The GGUF file (running the catalog's resolver on first call), checked readable."""
         with self._lock:
             if self._path is None:
-                self._path = self.entry.resolve_path()
+                path = self.entry.resolve_path()
+                check_gguf(path, self.name)
+                self._path = path
             return self._path
 
     def load(self) -> LlamaModel:
@@ -282,17 +289,18 @@ class LlamaModel(ModelBackend):
         self, request: GenerationRequest, on_delta: Callable[[str], None] | None = None
     ) -> GenerationResult:
         """Generate on the agent's instance thread, streaming deltas onto this loop."""
-        loop = asyncio.get_running_loop()
-        index = self.instance_for(request.agent_id)
+        loop, index = asyncio.get_running_loop(), self.instance_for(request.agent_id)
         job = Job(request, None, GenerationStats(agent_id=request.agent_id, instance=index))
-        if on_delta is not None:
-            job.emit = DeltaRelay(loop, on_delta, job.cancelled).emit
+        # Every piece the worker relays also brings the turn's token count up to date.
+        relay = request.progress.tracking(lambda: job.stats.tokens, on_delta)
+        job.emit = DeltaRelay(loop, relay, job.cancelled).emit
         future = self._instances[index].executor.submit(self._run, self._instances[index], job)
         try:
             stats = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             job.cancelled.set()  # the worker checks this before each token
             job.stats.tokens_at_cancel = job.stats.tokens
+            request.progress.reach(job.stats.tokens_at_cancel)
             raise
         return GenerationResult(stats.text, stats.tokens)
 

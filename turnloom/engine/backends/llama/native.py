@@ -7,59 +7,130 @@ callback, vocab-only loads) so the rest of the backend deals in plain Python val
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from ...logs import get_logger
 from ..catalog import CatalogEntry
 from .chat_template import TEMPLATE_KEY
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-log = structlog.get_logger("turnloom.llama")
-
-_LOG_HOOK: list[Any] = []  # keeps the ctypes callback alive for as long as llama.cpp holds it
-_LOG_HOOK_LOCK = threading.Lock()
+log = get_logger("turnloom.llama")
 
 
-def _route_llama_logs() -> None:
-    """Send llama.cpp's warnings and errors to structlog instead of stderr; drop the rest.
+class _LogRoute:
+    """llama.cpp's process-wide log callback, lent to turnloom while it loads a GGUF.
 
-    llama-cpp-python's own hook maps ggml's log levels off by one, so it prints warnings such
-    as "using full-size SWA cache" even with verbose=False; in a game or a demo that is noise.
-    Its info and debug lines (hundreds per load) are dropped rather than logged.
+    llama-cpp-python installs its own callback at import; it maps ggml's log levels off by one,
+    so it prints warnings such as "using full-size SWA cache" to stderr even with
+    verbose=False, and a library has no business printing. Replacing the callback for good
+    would silence the host's own llama-cpp-python (or its own callback), so turnloom borrows
+    it only while one of its loads runs and then puts back whatever was there. The count
+    covers loads on several instance threads at once: the first saves, the last restores.
     """
-    import ctypes
 
-    import llama_cpp
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: tuple[Any, Any] | None = None
+        self._hook: Any = None  # kept alive for as long as llama.cpp may call it
+        self._last_level = 0
 
-    with _LOG_HOOK_LOCK:
-        if _LOG_HOOK:
-            return
-        last_level = [0]
+    def _on_message(self, level: int, text: bytes, user_data: object) -> None:
+        # ggml levels: 1 debug, 2 info, 3 warn, 4 error, 5 continues the previous line.
+        if level != 5:
+            self._last_level = level
+        message = text.decode("utf-8", "replace").rstrip()
+        if not message or self._last_level < 3:
+            return  # info and debug: hundreds of lines per load
+        if self._last_level >= 4:
+            log.warning("llama.cpp", message=message)
+        else:
+            log.debug("llama.cpp", message=message)
 
-        @llama_cpp.llama_log_callback
-        def hook(level: int, text: bytes, user_data: object) -> None:
-            # ggml levels: 1 debug, 2 info, 3 warn, 4 error, 5 continues the previous line.
-            if level != 5:
-                last_level[0] = level
-            message = text.decode("utf-8", "replace").rstrip()
-            if not message or last_level[0] < 3:
-                return
-            if last_level[0] >= 4:
-                log.warning("llama.cpp", message=message)
-            else:
-                log.debug("llama.cpp", message=message)
+    def _swap_in(self) -> None:
+        import ctypes
 
-        _LOG_HOOK.append(hook)
-        llama_cpp.llama_log_set(hook, ctypes.c_void_p(0))
+        import llama_cpp
+
+        if not hasattr(llama_cpp, "llama_log_get"):
+            return  # an old llama-cpp-python: what was there could not be put back
+        if self._hook is None:
+            self._hook = llama_cpp.llama_log_callback(self._on_message)
+        callback, user_data = llama_cpp.llama_log_callback(), ctypes.c_void_p()
+        llama_cpp.llama_log_get(ctypes.byref(callback), ctypes.byref(user_data))
+        self._saved = (callback, user_data)
+        llama_cpp.llama_log_set(self._hook, ctypes.c_void_p(0))
+
+    def _restore(self) -> None:
+        import llama_cpp
+
+        if self._saved is not None:
+            llama_cpp.llama_log_set(*self._saved)
+            self._saved = None
+
+    @contextlib.contextmanager
+    def borrowed(self) -> Iterator[None]:
+        """llama.cpp logs into `turnloom.llama` inside this block (from every thread)."""
+        with self._lock:
+            self._users += 1
+            if self._users == 1:
+                self._swap_in()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    self._restore()
+
+
+_LOG_ROUTE = _LogRoute()
+
+
+#: What to run when the llama extra is missing (its packages are optional dependencies).
+INSTALL_HINT = "pip install 'turnloom[llama]'"
+
+
+def require_llama_cpp() -> None:
+    """Raise ModuleNotFoundError naming the extra to install if llama-cpp-python is missing."""
+    # find_spec looks without importing: llama_cpp's import loads the native library (~0.1 s).
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ModuleNotFoundError(
+            "turnloom's llama backend (tl.LlamaModel, and Engine() with no model, which loads "
+            f"the default GGUF) needs llama-cpp-python: {INSTALL_HINT}. "
+            "tl.MockModel, tl.connect and the server's --mock need nothing more.",
+            name="llama_cpp",
+        )
+
+
+def check_gguf(path: Path, model_name: str) -> None:
+    """Refuse what is not a readable GGUF file: the OSError `open` raises (FileNotFoundError,
+    PermissionError, IsADirectoryError), or ValueError if it lacks GGUF's magic bytes."""
+    try:
+        with path.open("rb") as file:
+            magic = file.read(4)
+    except OSError as exc:
+        # Same class and errno, so `except FileNotFoundError` works; the message names the model.
+        raise type(exc)(
+            exc.errno,
+            f"model '{model_name}': cannot read its GGUF file ({exc.strerror})",
+            str(path),
+        ) from None
+    if magic != b"GGUF":
+        raise ValueError(
+            f"model '{model_name}': {path} is not a GGUF file (it starts with {magic!r}, "
+            "not b'GGUF'; a split download must be joined first)"
+        )
 
 
 @dataclass(slots=True)
@@ -98,12 +169,12 @@ def read_vocab_only(path: Path) -> Vocab:
 
     if not path.is_file():
         raise FileNotFoundError(f"GGUF not found: {path}")
-    _route_llama_logs()
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True
     # The gguf package would parse every vocabulary entry into Python objects (seconds for a
     # 262k vocabulary); llama.cpp's vocab-only load is its own reader and far quicker.
-    native = _NativeModel(path_model=str(path), params=params, verbose=False)
+    with _LOG_ROUTE.borrowed():
+        native = _NativeModel(path_model=str(path), params=params, verbose=False)
     try:
         return _vocab_of(native.model, native.metadata())
     finally:
@@ -145,11 +216,11 @@ def load_llama(inst: Instance, path: Path, entry: CatalogEntry) -> tuple[Llama, 
     """Load a GGUF's weights for `inst` as `entry` says (context, options, stop tokens)."""
     import llama_cpp
 
-    _route_llama_logs()
     options: dict[str, Any] = {"n_ctx": entry.n_ctx, "verbose": False}
     options.update(entry.llama_options)
     started = time.perf_counter()
-    llm = llama_cpp.Llama(model_path=str(path), **options)
+    with _LOG_ROUTE.borrowed():
+        llm = llama_cpp.Llama(model_path=str(path), **options)
     vocab = _vocab_of(llm.model, llm.metadata)
     inst.vocab_ptr = llama_cpp.llama_model_get_vocab(llm.model)
     stop_tokens = set()

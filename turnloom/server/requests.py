@@ -1,0 +1,185 @@
+"""A session's request handlers: one method per request type of the catalog (R-W3).
+
+Each takes the request's checked fields (`protocol.messages.parse_request`) and returns the
+reply frame, or raises: a `Rejection` or `TurnloomError` that `Session.handle` turns into the
+request's `ErrorResponse`. Handlers run inside `data_received`, so what a request causes at
+once is written before its reply.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ..engine.agent import AgentCore
+from ..engine.backends.info import model_info
+from ..engine.core import EngineCore
+from ..engine.fields import params_to_mapping
+from ..engine.guards import brief
+from ..engine.rejections import AgentDestroyed, InvalidParamValue, UnknownAgent
+from ..protocol.errors import ErrorCode, TurnloomError
+from ..protocol.frames import PROTOCOL_VERSION
+from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
+from ..protocol.records import model_info_to_wire, pause_to_wire, result_to_wire
+from ..states import TurnState
+from .events import SessionEvents
+from .limits import ServerLimits
+
+
+class SessionRequests(SessionEvents):
+    """The request handlers of a `Session` (which provides the state declared here); the
+    session is also the listener of the agents it creates."""
+
+    limits: ServerLimits
+    session_id: int
+    configured: bool
+    agents: dict[int, AgentCore]
+    #: Recently destroyed agent ids, so a late request gets 3002 rather than 3001 (bounded).
+    destroyed: OrderedDict[int, None]
+    context: dict[str, Any]
+
+    @property
+    def engine_core(self) -> EngineCore:
+        """The engine core whose agents the session creates."""
+        raise NotImplementedError
+
+    def agent(self, fields: dict[str, Any]) -> AgentCore:
+        """The session's agent the request names (3001 unknown, 3002 destroyed)."""
+        agent_id = fields["agent_id"]
+        core = self.agents.get(agent_id)
+        if core is not None:
+            return core
+        if agent_id in self.destroyed:
+            raise AgentDestroyed(f"agent {agent_id} was destroyed")
+        # Other sessions' agents are unknown here: sessions never see into each other.
+        raise UnknownAgent(f"no agent with id {brief(agent_id)} in this session")
+
+    def configure(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """ConfigureSession: check the client's protocol version (5004)."""
+        version = fields["protocol_version"]
+        if version != PROTOCOL_VERSION:
+            raise TurnloomError(
+                ErrorCode.ProtocolVersionMismatch,
+                f"client speaks protocol version {version}, this server speaks {PROTOCOL_VERSION}",
+            )
+        self.configured = True
+        name = fields["client_name"]
+        # Logged with every event of the session: a bounded quote, whatever the client sent.
+        self.context["client"] = name[:64] if isinstance(name, str) else brief(name)
+        return {"type": "Ack", "session_id": self.session_id, "protocol_version": version}
+
+    def create_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """CreateAgent: compile the graph into a new agent of this session."""
+        limit = self.limits.max_agents_per_session
+        if len(self.agents) >= limit:
+            raise TurnloomError(
+                ErrorCode.SessionLimitExceeded,
+                f"this session already has {len(self.agents)} agents, its limit; destroy one first",
+            )
+        steps = fields["max_steps_per_turn"]
+        if isinstance(steps, int) and steps > self.limits.max_steps_per_turn:
+            raise TurnloomError(
+                ErrorCode.SessionLimitExceeded,
+                f"max_steps_per_turn {steps} is over this server's limit of "
+                f"{self.limits.max_steps_per_turn}",
+            )
+        core = self.engine_core.create_agent(
+            graph_from_wire(fields["graph"]),
+            self,
+            enable_diagnostics=fields["enable_diagnostics"],
+            max_steps_per_turn=steps,
+        )
+        self.agents[core.agent_id] = core
+        return {"type": "CreateAgentResponse", "agent_id": core.agent_id}
+
+    def destroy_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """DestroyAgent: cancel its open turn and forget it."""
+        core = self.agent(fields)
+        core.destroy()
+        del self.agents[core.agent_id]
+        self.destroyed[core.agent_id] = None
+        if len(self.destroyed) > self.limits.destroyed_ids_remembered:
+            self.destroyed.popitem(last=False)
+        return {"type": "Ack", "agent_id": core.agent_id}
+
+    def send_message(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """SendMessage: start a turn."""
+        core = self.agent(fields)
+        turn = core.send_message(fields["text"])
+        return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}
+
+    def resume(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """ResumeAgent: resume the paused turn, plainly, by jump, or with tool results."""
+        core = self.agent(fields)
+        turn = core.resume(fields["resume_node"], fields["tool_results"])
+        return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}
+
+    def change_params(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """ChangeAgentParam: a whole params object (with node_type) or some fields (without)."""
+        core = self.agent(fields)
+        node, node_type, values = fields["node_name"], fields["node_type"], fields["params"]
+        if node_type:
+            if node_type not in NODE_TYPES:
+                raise InvalidParamValue(
+                    f"node {brief(node)}: unknown node type {brief(node_type)} "
+                    f"(known: {sorted(NODE_TYPES)})"
+                )
+            core.change_params(node, params_from_wire(node, node_type, values))
+        else:
+            core.change_params(node, values)
+        return {"type": "Ack", "agent_id": core.agent_id}
+
+    def get_params(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """GetAgentParam: a node's current params."""
+        core = self.agent(fields)
+        params = core.get_params(fields["node_name"])
+        return {
+            "type": "AgentParamResponse",
+            "agent_id": core.agent_id,
+            "node_name": fields["node_name"],
+            "node_type": params.node_type,
+            "params": params_to_mapping(params),
+        }
+
+    def get_state(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """GetAgentState: where the agent's turn stands, and its last completion."""
+        core = self.agent(fields)
+        turn = core.turn
+        pause = turn.pause if turn.state is TurnState.PAUSED else None
+        return {
+            "type": "AgentStateResponse",
+            "agent_id": core.agent_id,
+            "state": turn.state.value,
+            "turn_id": turn.turn_id or None,
+            "pause": pause_to_wire(pause.info) if pause is not None else None,
+            "last_result": result_to_wire(core.last_result) if core.last_result else None,
+        }
+
+    def cancel(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Cancel: end the open turn; `cancelled` is False when there was none."""
+        core = self.agent(fields)
+        return {"type": "Ack", "agent_id": core.agent_id, "cancelled": core.cancel()}
+
+    def list_models(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """ListModels: the models graphs may name, sorted by name."""
+        backends = self.engine_core.models
+        models = [model_info_to_wire(model_info(backends[name])) for name in sorted(backends)]
+        return {"type": "ModelListResponse", "models": models}
+
+
+Handler = Callable[[SessionRequests, dict[str, Any]], dict[str, Any]]
+
+#: The handler of each request type.
+HANDLERS: dict[str, Handler] = {
+    "ConfigureSession": SessionRequests.configure,
+    "CreateAgent": SessionRequests.create_agent,
+    "DestroyAgent": SessionRequests.destroy_agent,
+    "SendMessage": SessionRequests.send_message,
+    "ResumeAgent": SessionRequests.resume,
+    "ChangeAgentParam": SessionRequests.change_params,
+    "GetAgentParam": SessionRequests.get_params,
+    "GetAgentState": SessionRequests.get_state,
+    "Cancel": SessionRequests.cancel,
+    "ListModels": SessionRequests.list_models,
+}

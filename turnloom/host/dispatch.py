@@ -15,7 +15,6 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..engine.guards import brief
 from ..engine.logs import get_logger
 from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
 
@@ -199,7 +198,7 @@ def checked(setter: str, callback: Any, params: tuple[str, ...]) -> Any:
         name = getattr(callback, "__qualname__", type(callback).__name__)
         raise TypeError(
             f"{setter}: the callback is called as callback({', '.join(params)}), but "
-            f"{brief(name)}{brief(str(signature))} cannot take that ({exc})"
+            f"{str(name)[:80]}{str(signature)[:200]} cannot take that ({exc})"
         ) from None
     return callback
 

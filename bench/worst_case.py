@@ -38,7 +38,8 @@ from turnloom.protocol.graph_codec import graph_to_wire
 
 
 def heavy_requests() -> list[tuple[str, Callable[[int], bytes]]]:
-    """(label, body(agent_id)) of the heaviest requests we found within the frame limit."""
+    """(label, body(agent_id)) of the heaviest requests we found within the frame limit:
+    over the size limits (refused before their items are read) and the largest allowed."""
     results = [{"call_id": f"c{i:08x}", "result": ""} for i in range(36_000)]
     same = [{"call_id": "c00000001", "result": ""}] * 36_000
     chain = [
@@ -54,6 +55,24 @@ def heavy_requests() -> list[tuple[str, Callable[[int], bytes]]]:
         "start_node": "t",
         "default_model_name": "mock",
     }
+
+    # The largest graphs the limits allow (256 nodes; 128 tools a node; 1024 lines a node).
+    many_tools = [
+        {
+            "name": f"n{i}",
+            "type": "ToolCall",
+            "params": {"tools": [{"name": f"t{j}"} for j in range(128)]},
+        }
+        for i in range(256)
+    ]
+    many_lines = [
+        {"name": f"n{i}", "type": "CannedResponse", "params": {"lines": ["x"] * 1024}}
+        for i in range(256)
+    ]
+
+    def create(nodes: list[Any]) -> Callable[[int], bytes]:
+        graph = {"nodes": nodes, "start_node": "n0", "default_model_name": "mock"}
+        return lambda a: msgpack.packb({"type": "CreateAgent", "request_id": 1, "graph": graph})
 
     def resume(items: list[Any]) -> Callable[[int], bytes]:
         return lambda a: msgpack.packb(
@@ -103,7 +122,10 @@ def heavy_requests() -> list[tuple[str, Callable[[int], bytes]]]:
             "CreateAgent, a ToolCall with 9,000 tools",
             lambda a: msgpack.packb({"type": "CreateAgent", "request_id": 1, "graph": tool_graph}),
         ),
+        ("CreateAgent, 256 ToolCall nodes x 128 tools", create(many_tools)),
+        ("CreateAgent, 256 CannedResponse nodes x 1024 lines", create(many_lines)),
         ("ChangeAgentParam, 60,000 lines", change({"lines": ["z" * 10] * 60_000})),
+        ("ChangeAgentParam, 1024 lines", change({"lines": ["z" * 10] * 1024})),
         (
             "ChangeAgentParam, value nested 1,000 deep",
             lambda a: pack_with(

@@ -50,6 +50,8 @@ def row(field: dataclasses.Field[Any], tp: Any) -> str:
         notes.append(f"<= {meta['max']}")
     if meta.get("min_len") is not None:
         notes.append(f"at least {meta['min_len']} item(s)")
+    if meta.get("max_len") is not None:
+        notes.append(f"at most {meta['max_len']} item(s)")
     if meta.get("doc"):
         notes.append(meta["doc"])
     structural = "yes" if meta.get("structural") else "no"

@@ -41,6 +41,7 @@ def param(
     min: float | None = None,
     max: float | None = None,
     min_len: int | None = None,
+    max_len: int | None = None,
     check: Callable[[Any], str | None] | None = None,
     doc: str = "",
 ) -> Any:
@@ -53,6 +54,7 @@ def param(
         "min": min,
         "max": max,
         "min_len": min_len,
+        "max_len": max_len,
         "check": check,
         "doc": doc,
     }
@@ -86,9 +88,17 @@ def _enum_value(value: Any, tp: Any) -> Any:
     return value
 
 
-def _copy_value(value: Any, tp: Any) -> Any:
+def _oversized(value: Any, f: dataclasses.Field[Any] | None) -> bool:
+    """Whether `value` is a list longer than field `f` allows: not to be walked, only refused."""
+    limit = f.metadata.get("max_len") if f is not None else None
+    return limit is not None and isinstance(value, list | tuple) and len(value) > limit
+
+
+def _copy_value(value: Any, tp: Any, f: dataclasses.Field[Any] | None = None) -> Any:
     if isinstance(value, Declared):
         return copy.deepcopy(value)
+    if _oversized(value, f):
+        return value  # refused by the validation that follows, in time that does not grow
     if isinstance(value, list) and typing.get_origin(tp) is list:
         (item_tp,) = typing.get_args(tp)
         return [_copy_value(item, item_tp) for item in value]
@@ -114,7 +124,7 @@ class Declared:
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         clone = object.__new__(type(self))  # no __init__: nothing to coerce or warn about twice
         for f, tp in param_fields(type(self)):
-            object.__setattr__(clone, f.name, _copy_value(getattr(self, f.name), tp))
+            object.__setattr__(clone, f.name, _copy_value(getattr(self, f.name), tp, f))
         return clone
 
 
@@ -181,6 +191,11 @@ def invalid_field(obj: Any, prefix: str = "") -> FieldError | None:
     """
     for f, tp in param_fields(type(obj)):
         value = getattr(obj, f.name)
+        if _oversized(value, f):  # before any item is looked at
+            limit = f.metadata["max_len"]
+            return FieldError(
+                prefix + f.name, f"must have at most {limit} item(s), got {len(value)}", False
+            )
         err = _type_error(value, tp)
         if err:
             return FieldError(prefix + f.name, err, True)
@@ -227,11 +242,16 @@ def warn_deprecated(cls: type, name: str, stacklevel: int) -> None:
     )
 
 
-def _coerce(value: Any, tp: Any, current: Any = None) -> Any:
+def _coerce(
+    value: Any, tp: Any, current: Any = None, f: dataclasses.Field[Any] | None = None
+) -> Any:
     """Bring wire-friendly values (enum values, dicts) to the declared field type, if possible.
 
-    A mapping for a nested dataclass field changes only the fields it names in `current`.
+    A mapping for a nested dataclass field changes only the fields it names in `current`. A
+    list over its field's `max_len` is left as it is, for the validation to refuse.
     """
+    if _oversized(value, f):
+        return value
     if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
         base = current if isinstance(current, tp) else None
         return params_from_mapping(tp, value, base=base)
@@ -251,7 +271,7 @@ def params_from_mapping(cls: type[Any], values: Mapping[str, Any], base: Any = N
         raise InvalidParamValue(
             f"{cls.__name__}: field names must be strings, got {type(odd[0]).__name__}"
         )
-    known = {f.name: tp for f, tp in param_fields(cls)}
+    known = {f.name: (f, tp) for f, tp in param_fields(cls)}
     deprecated = getattr(cls, "deprecated_fields", {})
     unknown = sorted(set(values) - set(known) - set(deprecated))
     if unknown:
@@ -261,7 +281,8 @@ def params_from_mapping(cls: type[Any], values: Mapping[str, Any], base: Any = N
         if key in deprecated:
             warn_deprecated(cls, key, stacklevel=2)
             continue
-        setattr(obj, key, _coerce(value, known[key], getattr(obj, key)))
+        f, tp = known[key]
+        setattr(obj, key, _coerce(value, tp, getattr(obj, key), f))
     return obj
 
 

@@ -10,6 +10,17 @@ from .guards import brief
 from .params import NodeParams, validate_params
 from .rejections import GraphCompilationFailed, InvalidExitTarget
 
+#: Nodes one graph may hold. Game agents use a handful; the cap keeps the validation of one
+#: graph (tens of µs per node) from holding the engine loop.
+MAX_NODES = 256
+
+
+def too_many_nodes(count: int) -> GraphCompilationFailed | None:
+    """The 3003 for a graph of `count` nodes, if that is over `MAX_NODES`."""
+    if count <= MAX_NODES:
+        return None
+    return GraphCompilationFailed(f"graph has {count} nodes, over the limit of {MAX_NODES}")
+
 
 class GraphDescription:
     """A graph under construction: named nodes with typed params, a start node, a default model.
@@ -99,6 +110,8 @@ def compile_graph(graph: GraphDescription, check_model: ModelCheck) -> CompiledG
 def _compile(graph: GraphDescription) -> CompiledGraph:
     if not graph.nodes:
         raise GraphCompilationFailed("graph has no nodes")
+    if (refused := too_many_nodes(len(graph.nodes))) is not None:
+        raise refused
     nodes: dict[str, NodeParams] = {}
     for name, params in graph.nodes:
         if not isinstance(name, str) or not name:

@@ -29,6 +29,13 @@ MAX_SEED = 2**32 - 2
 MAX_TOP_K = 1_000_000
 #: The longest reply one generation may produce, in tokens.
 MAX_TOKENS = 32768
+#: Tools one ToolCall node may offer: OpenAI's API takes at most 128 per request, and a prompt
+#: listing more would not fit a small model's context anyway.
+MAX_TOOLS = 128
+#: Parameters one tool may declare.
+MAX_TOOL_PARAMETERS = 64
+#: Lines one CannedResponse node may hold.
+MAX_LINES = 1024
 
 
 def exit_param(doc: str) -> Any:
@@ -138,7 +145,9 @@ class CannedResponseParams(NodeParams):
     node_type: ClassVar[str] = "CannedResponse"
     exit_routes: ClassVar[tuple[str, ...]] = ("default",)
 
-    lines: list[str] = param(default_factory=list, min_len=1, doc="the replies to pick from")
+    lines: list[str] = param(
+        default_factory=list, min_len=1, max_len=MAX_LINES, doc="the replies to pick from"
+    )
     selection: Selection = param(
         Selection.First, doc="first line, a random one, or each in turn (per agent)"
     )
@@ -219,7 +228,7 @@ class ToolDefinition(Declared):
     name: str = param("", check=_identifier_error, doc="the name the model calls it by")
     description: str = param("", doc="what it does, for the model")
     parameters: list[ToolParamDefinition] = param(
-        default_factory=list, doc="its arguments (all required)"
+        default_factory=list, max_len=MAX_TOOL_PARAMETERS, doc="its arguments (all required)"
     )
 
     def json_schema(self) -> dict[str, Any]:
@@ -268,6 +277,7 @@ class ToolCallParams(NodeParams):
         default_factory=list,
         structural=True,
         min_len=1,
+        max_len=MAX_TOOLS,
         check=_tools_error,
         doc="the tools offered to the model",
     )

@@ -100,6 +100,8 @@ def _range(f: dataclasses.Field[Any], tp: Any) -> str:
         parts.append(f"≤ {high}")
     if meta.get("min_len") is not None:
         parts.append(f"at least {meta['min_len']} item(s)")
+    if meta.get("max_len") is not None:
+        parts.append(f"at most {meta['max_len']} item(s)")
     if meta.get("check") is not None:
         # The check's docstring opens with the rule it enforces.
         parts.append((inspect.getdoc(meta["check"]) or "").splitlines()[0].rstrip("."))

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine.fields import params_from_mapping, params_to_mapping
-from ..engine.graph import GraphDescription
+from ..engine.graph import GraphDescription, too_many_nodes
 from ..engine.guards import brief
 from ..engine.params import (
     CannedResponseParams,
@@ -92,6 +92,8 @@ def graph_from_wire(data: Mapping[str, Any]) -> GraphDescription:
     nodes = data.get("nodes", [])
     if not isinstance(nodes, list):
         raise GraphCompilationFailed(f"graph 'nodes' must be an array, got {type(nodes).__name__}")
+    if (refused := too_many_nodes(len(nodes))) is not None:
+        raise refused  # before any node's params are built
     graph = GraphDescription()
     for index, node in enumerate(nodes):
         if not isinstance(node, Mapping):

@@ -51,6 +51,10 @@ class ToolGrammar(enum.StrEnum):
     REQUIRED = "required"
 
 
+#: The grammar mode of an entry that names none (a user's GGUF, or a new chat template).
+_DEFAULT_GRAMMAR = ToolGrammar.OFF
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogEntry:
     """A model the catalog knows: where its GGUF is and how to run it."""
@@ -66,7 +70,7 @@ class CatalogEntry:
     #: Sampling values used where a node leaves a `SamplingParams` field at its default.
     sampling: Mapping[str, Any] = field(default_factory=dict)
     #: Grammar-constrained tool calls (see `ToolGrammar`).
-    tool_grammar: ToolGrammar = ToolGrammar.OFF
+    tool_grammar: ToolGrammar = _DEFAULT_GRAMMAR
     #: Extra texts that end a reply (end-of-generation tokens always do).
     stop: tuple[str, ...] = ()
     #: Extra keyword arguments for `llama_cpp.Llama` (n_threads, n_gpu_layers, ...).
@@ -88,7 +92,15 @@ class CatalogEntry:
         object.__setattr__(self, "stop", tuple(self.stop))
 
     def replace(self, **changes: Any) -> CatalogEntry:
-        """A copy with some fields changed."""
+        """A copy with some fields changed.
+
+        A new chat template re-detects: the family and grammar an entry names belong to its own
+        template, so unless `changes` names them too, the copy detects its family from the new
+        template (`tool_call_family=None`) and takes the default grammar of a user's GGUF (off).
+        """
+        if "chat_template" in changes and changes["chat_template"] != self.chat_template:
+            changes.setdefault("tool_call_family", None)
+            changes.setdefault("tool_grammar", _DEFAULT_GRAMMAR)
         return dataclasses.replace(self, **changes)
 
     def resolve_path(self) -> Path:

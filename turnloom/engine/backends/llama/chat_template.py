@@ -2,7 +2,8 @@
 
 A GGUF carries its Jinja chat template in its metadata (and sometimes a second one for tool use);
 the catalog may override it. A template is user data, so whether it can offer tools and show
-call/result pairs is checked by rendering a probe chat, not assumed.
+call/result pairs, and whether the family's parser reads back the call it shows, is checked by
+rendering a probe chat, not assumed.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...tool_families import ToolCallFamily, call_markup, detect_family
+from ...tool_parsing import parse_tool_calls
 from ..base import ChatMessage
 
 #: Metadata key of the chat template a GGUF may carry.
@@ -68,8 +71,9 @@ _PROBE_TOOL: dict[str, Any] = {
     },
 }
 _PROBE_OFFER: list[ChatMessage] = [{"role": "user", "content": "What can you look up?"}]
+_PROBE_REQUEST = "Look it up."
 _PROBE_EXCHANGE: list[ChatMessage] = [
-    {"role": "user", "content": "Look it up."},
+    {"role": "user", "content": _PROBE_REQUEST},
     {
         "role": "assistant",
         "content": "",
@@ -90,8 +94,15 @@ _PROBE_EXCHANGE: list[ChatMessage] = [
 ]
 
 
-def probe_chat_template(source: str | None) -> str | None:
-    """Why a chat template cannot offer tools and show call/result pairs, or None if it can."""
+def probe_chat_template(
+    source: str | None, family: ToolCallFamily | str | None = None
+) -> str | None:
+    """Why a chat template cannot offer tools and show call/result pairs, or None if it can.
+
+    The call it shows is also read back with `family`'s parser (the family detected from the
+    template when None): a model writes its calls the way its template shows past ones, so a
+    call the parser cannot read there is a call it would never hear (accepted but deaf).
+    """
     if not source:
         return "it has no chat template"
     try:
@@ -106,7 +117,40 @@ def probe_chat_template(source: str | None) -> str | None:
         return "its chat template does not render the assistant's tool calls"
     if _PROBE_RESULT not in exchanged:
         return "its chat template does not render tool results"
+    return _read_back(exchanged, detect_family(source) if family is None else family)
+
+
+def _read_back(exchanged: str, family: ToolCallFamily | str) -> str | None:
+    """Why `family`'s parser cannot read back the probe call in a rendered exchange, or None."""
+    # The assistant's turn lies between the user's request and the call's result; the turn
+    # markup around it is noise every parser must skip in real output too.
+    request = exchanged.find(_PROBE_REQUEST)
+    start = 0 if request < 0 else request + len(_PROBE_REQUEST)
+    end = exchanged.find(_PROBE_RESULT, start)
+    shown = exchanged[start:end] if end >= 0 else ""
+    if _PROBE_ARGUMENT not in shown:
+        return "its chat template does not render the assistant's tool call before its result"
+    family = call_markup(family).family
+    calls = parse_tool_calls(shown, family).calls
+    what = f"the {family.value} tool-call parser"
+    expected = (_PROBE_TOOL_NAME, {"query": _PROBE_ARGUMENT})
+    if not calls:
+        return f"{what} finds no call in the call its chat template renders: {_clip(shown)}"
+    if len(calls) > 1:
+        return f"{what} reads {len(calls)} calls in the one call its chat template renders"
+    (call,) = calls
+    if (call.name, call.arguments) != expected:
+        return (
+            f"{what} misreads the call its chat template renders, as {call.name!r} with "
+            f"arguments {call.arguments!r}: {_clip(shown)}"
+        )
     return None
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    """`text` for an error message: stripped, quoted, cut to `limit` characters."""
+    text = text.strip()
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def uses_tools(messages: Sequence[ChatMessage], tools: object) -> bool:

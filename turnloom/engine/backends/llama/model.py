@@ -84,8 +84,8 @@ class LlamaModel(ModelBackend):
     def from_catalog(
         cls, catalog_name: str = DEFAULT_MODEL, /, *, instances: int = 1, **overrides: Any
     ) -> LlamaModel:
-        """The catalog's model `catalog_name`, with any `CatalogEntry` field overridden (a
-        `name=` override changes the name graphs use for it)."""
+        """The catalog's model `catalog_name`, with `CatalogEntry` fields overridden (`name=`
+        renames it for graphs; `chat_template=` re-detects family and grammar, as `replace`)."""
         entry = catalog_entry(catalog_name)
         if overrides:
             entry = entry.replace(**overrides)
@@ -214,10 +214,10 @@ class LlamaModel(ModelBackend):
             return ToolCallFamily.GENERIC
 
     def tool_support_error(self) -> str | None:
-        """Why this model's chat template cannot render tools, or None if it can (R-T1)."""
+        """Why its template cannot serve tool calls (R-T1, `probe_chat_template`), or None."""
         if self._support_error is None:
             try:
-                reason = probe_chat_template(self.template_source(with_tools=True))
+                reason = probe_chat_template(self.template_source(True), self.tool_call_family())
             except Exception as exc:
                 reason = f"its GGUF could not be read: {type(exc).__name__}: {exc}"
             self._support_error = (None if reason is None else f"model '{self.name}': {reason}",)

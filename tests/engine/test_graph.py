@@ -6,6 +6,7 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import graph_of
+from turnloom.engine.core import MAX_STEPS_PER_TURN
 
 Code = tl.ErrorCode
 
@@ -97,6 +98,14 @@ def test_max_steps_must_be_positive(engine: tl.Engine) -> None:
     with pytest.raises(tl.TurnloomError) as info:
         engine.create_agent(graph_of(("p", tl.PauseParams())), max_steps_per_turn=0)
     assert info.value.code == Code.InvalidParamValue
+
+
+@pytest.mark.embedded_only  # the server refuses past its own, lower cap with 2003
+def test_max_steps_is_bounded(engine: tl.Engine) -> None:
+    graph = graph_of(("p", tl.PauseParams()))
+    engine.create_agent(graph, max_steps_per_turn=MAX_STEPS_PER_TURN)
+    with pytest.raises(tl.InvalidParamValue, match=f"1 … {MAX_STEPS_PER_TURN}, got 10000000"):
+        engine.create_agent(graph, max_steps_per_turn=10**7)
 
 
 @pytest.mark.embedded_only  # compares the engine's compiled graphs

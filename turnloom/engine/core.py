@@ -18,6 +18,10 @@ from .runtime import EngineSettings, Runtime
 
 log = get_logger("turnloom.engine")
 
+#: The most nodes one turn may walk (a loop in the graph ends 4003 past its own limit; this
+#: bounds the limit itself, like every other number an agent takes).
+MAX_STEPS_PER_TURN = 1_000_000
+
 
 class EngineCore(Runtime):
     """Hosts agents and their models. Every method runs on the engine loop."""
@@ -58,10 +62,11 @@ class EngineCore(Runtime):
         if (
             not isinstance(max_steps_per_turn, int)
             or isinstance(max_steps_per_turn, bool)
-            or max_steps_per_turn < 1
+            or not 1 <= max_steps_per_turn <= MAX_STEPS_PER_TURN
         ):
             raise InvalidParamValue(
-                f"max_steps_per_turn must be an int >= 1, got {brief(max_steps_per_turn)}"
+                f"max_steps_per_turn must be an int in 1 … {MAX_STEPS_PER_TURN}, "
+                f"got {brief(max_steps_per_turn)}"
             )
         compiled = compile_graph(graph, self._model_error)
         agent = AgentCore(

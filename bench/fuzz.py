@@ -169,6 +169,8 @@ async def fuzz(address: tuple[str, int], count: int, seed: int) -> tuple[int, li
     request_id = 10
     for sent in range(1, count + 1):
         request_id += 1
+        if frames.created:  # aim at live agents: the fuzz's own DestroyAgent retires some
+            corpus.agent_ids = frames.created[-8:]
         writer.write(frame_bytes(corpus.mutated(rng, request_id)[:MAX_BODY]))
         if sent % PING_EVERY:
             continue

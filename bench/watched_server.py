@@ -132,6 +132,8 @@ class FrameReader:
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self.reader = reader
         self.replies: dict[int, dict[str, Any]] = {}
+        #: Ids of the agents the session created (a fuzzer aims its requests at them).
+        self.created: list[int] = []
         self.codes: Counter[int] = Counter()
         self.frames = 0
         self.closed = asyncio.Event()
@@ -147,6 +149,8 @@ class FrameReader:
                 self.frames += 1
                 if frame.get("type") == "ErrorResponse":
                     self.codes[frame.get("code")] += 1
+                elif frame.get("type") == "CreateAgentResponse":
+                    self.created.append(frame["agent_id"])
                 future = self.waiting.pop(frame.get("request_id"), None)
                 if future is not None and not future.done():
                     future.set_result(frame)

@@ -35,8 +35,17 @@ ACCEPTS = {
     "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": tl.models.ToolCallFamily.HERMES,
     "meta-llama-Llama-3.2-3B-Instruct": tl.models.ToolCallFamily.LLAMA3,
     "mistralai-Mistral-Nemo-Instruct-2407": tl.models.ToolCallFamily.MISTRAL,
+    "Mistral-Small-3.2-24B-Instruct-2506": tl.models.ToolCallFamily.MISTRAL,
+    "Qwen3-Coder": tl.models.ToolCallFamily.XML,
+    "openbmb-MiniCPM5-1B": tl.models.ToolCallFamily.XML,
+    "gemma4": tl.models.ToolCallFamily.GEMMA4,
 }
-REJECTS = ["google-gemma-2-2b-it", "microsoft-Phi-3.5-mini-instruct"]
+# Granite 3.3's template renders only a message's content, never its tool calls.
+REJECTS = [
+    "google-gemma-2-2b-it",
+    "microsoft-Phi-3.5-mini-instruct",
+    "ibm-granite-granite-3.3-2B-Instruct",
+]
 
 CHECK_STOCK = tl.ToolDefinition(
     name="check_stock",
@@ -162,8 +171,13 @@ def test_real_templates_render_the_engines_call_and_result(stem: str) -> None:
     prompt = ChatTemplate(template(stem), bos_token="<s>", eos_token="</s>").render(
         projected_exchange(), [CHECK_STOCK.json_schema()]
     )
-    # Arguments reach templates as objects, so they render as JSON, not as a quoted string.
-    assert '"item": "oak shield"' in prompt
+    # Arguments reach templates as objects, so they render in the family's own form (JSON, or
+    # Gemma 4's / XML's), never as a quoted string: the family's parser reads them back.
+    shown = prompt[prompt.index("Any shields?") : prompt.index("LEDGER-7")]
+    calls = parse_tool_calls(shown, ACCEPTS[stem]).calls
+    assert [(call.name, call.arguments) for call in calls] == [
+        ("check_stock", {"item": "oak shield"})
+    ]
     assert '\\"item\\"' not in prompt
     assert "LEDGER-7: 1 oak shield at 25 gold" in prompt
     assert prompt.index("oak shield") < prompt.index("LEDGER-7")
@@ -227,8 +241,7 @@ def test_grammar_head_and_tail_make_a_call_the_family_parser_reads(
     body = '{"item": "sword"}}'
     if len(tools) > 1:
         body = f'"check_stock", "{key}": ' + body
-    closer = {"hermes": "</tool_call>", "generic": "</tool_call>", "mistral": "]", "llama3": ""}
-    text = (spec.trigger or "") + spec.forced + body + closer[family.value]
+    text = (spec.trigger or "") + spec.forced + body + FAMILIES[family].tail
     (call,) = parse_tool_calls(text, family).calls
     assert (call.name, call.arguments) == ("check_stock", {"item": "sword"})
 

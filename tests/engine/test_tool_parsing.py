@@ -548,10 +548,15 @@ EXPECTED_FAMILIES = {
     "mistralai-Mistral-Nemo-Instruct-2407.jinja": MISTRAL,
     "google-gemma-2-2b-it.jinja": GENERIC,
     "microsoft-Phi-3.5-mini-instruct.jinja": GENERIC,
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja": MISTRAL,
+    "Qwen3-Coder.jinja": ToolCallFamily.XML,
+    "openbmb-MiniCPM5-1B.jinja": ToolCallFamily.XML,
+    "gemma4.jinja": ToolCallFamily.GEMMA4,
+    "ibm-granite-granite-3.3-2B-Instruct.jinja": ToolCallFamily.GRANITE,
 }
 
 
-def test_the_seven_real_templates_are_all_covered() -> None:
+def test_the_real_templates_are_all_covered() -> None:
     assert sorted(path.name for path in TEMPLATES.glob("*.jinja")) == sorted(EXPECTED_FAMILIES)
 
 

@@ -30,6 +30,13 @@ class ToolCallFamily(StrEnum):
     HERMES = "hermes"
     LLAMA3 = "llama3"
     MISTRAL = "mistral"
+    #: Gemma 4: `<|tool_call>call:name{key:<|"|>text<|"|>}<tool_call|>`.
+    GEMMA4 = "gemma4"
+    #: XML-style calls: `<function=name><parameter=key>value</parameter></function>` (Qwen3-Coder,
+    #: optionally inside `<tool_call>`) and `<function name=...><param name=...>` (MiniCPM).
+    XML = "xml"
+    #: IBM Granite: `<|tool_call|>[{"name": ..., "arguments": {...}}]`.
+    GRANITE = "granite"
     GENERIC = "generic"
 
 
@@ -53,6 +60,20 @@ class CallMarkup:
     #: its own to prefer: it reads every tagged shape alike, and writes Hermes-style calls only
     #: because that is what most models understand.
     preferred: bool = True
+    #: The native form `opener name [CALL_ID]id [ARGS]{...}` (Mistral v11+): the text between a
+    #: call's name and its JSON argument object ("": the family has no such form)...
+    args_marker: str = ""
+    #: ...and the text that may put a call id before it.
+    call_id_marker: str = ""
+    #: The native form `opener call:name{key:value,...} closer` (Gemma 4): the text before the
+    #: name ("": no such form)...
+    call_prefix: str = ""
+    #: ...and what its string values are wrapped in (keys are bare, numbers and booleans too).
+    string_quote: str = ""
+    #: The native XML form: the call element (`<function=name>` or `<function name=name>`)...
+    xml_function: str = ""
+    #: ...and its argument elements (`<parameter=key>` or `<param name=key>`).
+    xml_parameters: tuple[str, ...] = ()
 
     @property
     def list_open(self) -> str:
@@ -83,9 +104,32 @@ class CallMarkup:
 #: tries the tagged shapes when a reply holds none of its own family's.
 FAMILIES: Mapping[ToolCallFamily, CallMarkup] = MappingProxyType(
     {
+        # Before Hermes: its calls may sit inside Hermes' <tool_call> tags.
+        ToolCallFamily.XML: CallMarkup(
+            ToolCallFamily.XML,
+            "<tool_call>",
+            "</tool_call>",
+            xml_function="function",
+            xml_parameters=("parameter", "param"),
+        ),
         ToolCallFamily.HERMES: CallMarkup(ToolCallFamily.HERMES, "<tool_call>", "</tool_call>"),
         ToolCallFamily.MISTRAL: CallMarkup(
-            ToolCallFamily.MISTRAL, "[TOOL_CALLS]", "", is_list=True
+            ToolCallFamily.MISTRAL,
+            "[TOOL_CALLS]",
+            "",
+            is_list=True,
+            args_marker="[ARGS]",
+            call_id_marker="[CALL_ID]",
+        ),
+        ToolCallFamily.GEMMA4: CallMarkup(
+            ToolCallFamily.GEMMA4,
+            "<|tool_call>",
+            "<tool_call|>",
+            call_prefix="call:",
+            string_quote='<|"|>',
+        ),
+        ToolCallFamily.GRANITE: CallMarkup(
+            ToolCallFamily.GRANITE, "<|tool_call|>", "", is_list=True
         ),
         ToolCallFamily.LLAMA3: CallMarkup(
             ToolCallFamily.LLAMA3, "", "", "parameters", markers=("<|python_tag|>",)
@@ -109,6 +153,13 @@ def detect_family(chat_template: str | None) -> ToolCallFamily:
     """Guess the tool-call family from a Jinja chat template's text (GENERIC when unsure)."""
     if not isinstance(chat_template, str) or not chat_template:
         return ToolCallFamily.GENERIC
+    xml = FAMILIES[ToolCallFamily.XML]
+    # Checked before Hermes: Qwen3-Coder's template also shows the <tool_call> wrapper.
+    if f"<{xml.xml_function}=" in chat_template or f"<{xml.xml_function} name=" in chat_template:
+        return ToolCallFamily.XML
+    for family in (ToolCallFamily.GEMMA4, ToolCallFamily.GRANITE):
+        if FAMILIES[family].opener in chat_template:
+            return family
     # Checked before Llama 3: Hermes 2 Pro templates also mention "parameters" in their tool list.
     if FAMILIES[ToolCallFamily.HERMES].opener in chat_template:
         return ToolCallFamily.HERMES

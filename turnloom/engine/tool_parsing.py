@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .tool_families import FAMILIES, CallMarkup, ToolCallFamily
+from .tool_formats import NativeSpan, gemma_spans, mistral_args_call, xml_spans
 
 __all__ = ["ParseOutcome", "ParsedCall", "parse_tool_calls"]
 
@@ -147,7 +148,7 @@ def _paired_units(seg: str, opener: str, closer: str, tags: re.Pattern[str]) -> 
     return units
 
 
-def _marker_units(seg: str, marker: str) -> list[_Unit]:
+def _marker_units(seg: str, marker: str, markup: CallMarkup) -> list[_Unit]:
     """Calls after a marker that has no closer (Mistral's `[TOOL_CALLS]`)."""
     units: list[_Unit] = []
 
@@ -158,6 +159,14 @@ def _marker_units(seg: str, marker: str) -> list[_Unit]:
     pos = 0
     while (start := seg.find(marker, pos)) != -1:
         body = start + len(marker)
+        native = mistral_args_call(seg, body, markup, next_marker(body))
+        if native is not None:
+            # Mistral v11+: `[TOOL_CALLS]name[ARGS]{...}`, one call per marker.
+            call, end = native
+            item = _Item(None if call is None else ParsedCall(*call, raw=""), seg[start:end])
+            units.append(_single_raw(seg, _Unit(start, end, (item,))))
+            pos = max(end, body)
+            continue
         items, end = _decode_payload(seg, body, next_marker)
         if not items:
             # The marker promised a call but no JSON followed (e.g. Llama's built-in
@@ -211,18 +220,47 @@ def _paired(opener: str, closer: str) -> _Extractor:
     return lambda seg: _paired_units(seg, opener, closer, tags)
 
 
-def _marker(marker: str) -> _Extractor:
-    return lambda seg: _marker_units(seg, marker)
+def _marker(marker: str, markup: CallMarkup) -> _Extractor:
+    return lambda seg: _marker_units(seg, marker, markup)
+
+
+def _native(
+    reader: Callable[[str, CallMarkup], list[NativeSpan]], markup: CallMarkup
+) -> _Extractor:
+    def extract(seg: str) -> list[_Unit]:
+        return [
+            _single_raw(
+                seg,
+                _Unit(
+                    span.start,
+                    span.end,
+                    tuple(
+                        _Item(None if call is None else ParsedCall(*call, raw=raw), raw)
+                        for call, raw in span.items
+                    ),
+                ),
+            )
+            for span in reader(seg, markup)
+        ]
+
+    return extract
 
 
 def _extractors(markup: CallMarkup) -> tuple[_Extractor, ...]:
-    """What reads a family's markup: its opener (with its closer, if any), then its markers."""
+    """What reads a family's markup: its native forms first, then its opener (with its closer,
+    if any) around JSON, then its markers."""
     found: list[_Extractor] = []
+    if markup.xml_function:
+        found.append(_native(xml_spans, markup))
+    if markup.call_prefix:
+        found.append(_native(gemma_spans, markup))
     if markup.opener:
         found.append(
-            _paired(markup.opener, markup.closer) if markup.closer else _marker(markup.opener)
+            _paired(markup.opener, markup.closer)
+            if markup.closer
+            else _marker(markup.opener, markup)
         )
-    found.extend(_marker(marker) for marker in markup.markers)
+    found.extend(_marker(marker, markup) for marker in markup.markers)
     return tuple(found)
 
 

@@ -32,6 +32,9 @@ class ToolCallGrammar:
     forced: str
     #: GBNF for the rest of the call, closing markup included.
     gbnf: str
+    #: The most tokens the grammar lets the sampled part take (see `call_token_bound`): a
+    #: generation given this many always reaches the call's closer.
+    max_tokens: int = 0
 
 
 def _gbnf_literal(text: str) -> str:
@@ -99,6 +102,44 @@ def string_caps(
     return caps
 
 
+# Most bytes one value of each type can take in the grammar (the converter bounds numbers to 16
+# digits per part: "-" 16 digits "." 16 digits "e-" 16 digits), string characters excepted.
+_VALUE_BYTES = {"integer": 17, "number": 52, "boolean": 5, "null": 4}
+# Most bytes one string character can take: a "\\uXXXX" escape (a UTF-8 character is at most 4).
+_CHAR_BYTES = 6
+# What an array or object argument is allowed in the bound: its grammar is not length-bounded,
+# so a call with one is bounded only in practice (a model stuck in one still hits max_tokens).
+_OPEN_VALUE_BYTES = 64
+
+
+def call_token_bound(
+    tools: Sequence[Mapping[str, Any]], family: ToolCallFamily, max_string_chars: Sequence[int]
+) -> int:
+    """The most tokens the sampled part of a constrained call can take, over all `tools`.
+
+    Counted in bytes, since every token the grammar accepts holds at least one byte (llama.cpp
+    refuses empty pieces): the call's JSON with each value at its longest, each string character
+    as an escape, the optional space the grammar allows around every key and value, the tail.
+    """
+    markup = call_markup(family)
+    bound = 0
+    for tool, cap in zip(tools, max_string_chars, strict=True):
+        fn = tool.get("function", tool)
+        props = _constrained_schema(fn.get("parameters"), cap)["properties"]
+        head = markup.head(fn["name"])
+        size = len(head.encode("utf-8")) + 2 + len(markup.tail.encode("utf-8"))  # "{", "}"
+        for name, prop in props.items():
+            kind = prop.get("type")
+            if kind == "string":
+                value = 2 + cap * _CHAR_BYTES
+            else:
+                value = _VALUE_BYTES.get(str(kind), _OPEN_VALUE_BYTES)
+            # key, ":", "," and up to 4 optional spaces around them
+            size += len(json.dumps(str(name)).encode("utf-8")) + 2 + 4 + value
+        bound = max(bound, size + 2)  # the spaces after "{" and "}"
+    return bound
+
+
 def tool_call_grammar(
     tools: Sequence[Mapping[str, Any]],
     family: ToolCallFamily,
@@ -132,4 +173,5 @@ def tool_call_grammar(
         heads = " | ".join(f"tool-{index}" for index in range(len(functions)))
         rules.append(f"root ::= ({heads}) {tail}")
     gbnf = converter.format_grammar() + "\n" + "\n".join(rules) + "\n"
-    return ToolCallGrammar(trigger=markup.opener or None, forced=forced, gbnf=gbnf)
+    bound = call_token_bound(tools, family, caps)
+    return ToolCallGrammar(markup.opener or None, forced, gbnf, bound)

@@ -376,7 +376,8 @@ class LlamaModel(ModelBackend):
             reply.text = head
             tokens = tokens + llm.tokenize(head.encode("utf-8"), add_bos=False, special=True)
             stats.prompt_tokens = len(tokens)
-            budget = min(budget, llm.n_ctx() - len(tokens))
+            # The call always gets what its grammar may need to close, even past max_tokens.
+            budget = min(max(budget, spec.max_tokens), llm.n_ctx() - len(tokens))
             sample(inst, job, tokens, sampling, budget, reply, grammar, first=True)
         else:
             sampled = sample(inst, job, tokens, sampling, budget, reply, None, first=True)
@@ -392,7 +393,7 @@ class LlamaModel(ModelBackend):
                 tokens = tokens + llm.tokenize(
                     reply.text.encode("utf-8"), add_bos=False, special=True
                 )
-                budget = min(budget, llm.n_ctx() - len(tokens))
+                budget = min(max(budget, spec.max_tokens), llm.n_ctx() - len(tokens))
                 sample(inst, job, tokens, sampling, budget, reply, grammar, first=False)
         stats.text = reply.finish()
         if tools and job.emit is not None and stats.text:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...logs import get_logger
 from ..catalog import CatalogEntry
 from .chat_template import TEMPLATE_KEY
+from .specials import marker_texts, special_marker_tokens
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -191,6 +192,8 @@ class Instance:
         )
         self.llama: Llama | None = None
         self.stop_tokens: frozenset[int] = frozenset()
+        #: Special tokens detokenized as their text: the families' call markup (see `specials`).
+        self.marker_tokens: frozenset[int] = frozenset()
         self.vocab_ptr: Any = None
         # The owning model's loader: it knows the GGUF's path and keeps the vocabulary it reads.
         self._load = load
@@ -229,6 +232,9 @@ def load_llama(inst: Instance, path: Path, entry: CatalogEntry) -> tuple[Llama, 
         if len(ids) == 1:
             stop_tokens.add(ids[0])
     inst.stop_tokens = frozenset(stop_tokens)
+    inst.marker_tokens = special_marker_tokens(
+        llm, marker_texts(), lambda token: bool(llama_cpp.llama_vocab_is_eog(inst.vocab_ptr, token))
+    )
     log.info(
         "llama.loaded",
         model=entry.name,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ...params import SamplingParams
 from ..base import GenerationRequest
 from .native import Instance
+from .specials import detokenize
 
 if TYPE_CHECKING:
     from llama_cpp import LlamaGrammar
@@ -218,7 +219,7 @@ def sample(
                 break
             count += 1
             stats.tokens += 1
-            piece = decoder.decode(llm.detokenize([token]))
+            piece = decoder.decode(detokenize(llm, token, inst.marker_tokens))
             if piece and reply.add(piece):
                 break
             if count >= budget:

@@ -103,19 +103,13 @@ async def generate_within_budget(
     counts `result.tokens`, the backend's final word (`ctx.add_tokens(result.tokens)`).
     """
     progress = request.progress
-    counted = 0
-
-    def count(tokens: int) -> None:
-        nonlocal counted
-        counted += tokens
-        ctx.add_tokens(tokens)
-
-    progress.listener = count
+    before = progress.tokens
+    progress.listener = ctx.add_tokens
     try:
         result = await _generate_within_budget(ctx, backend, request, on_delta)
     finally:
         progress.listener = None
-    ctx.add_tokens(-counted)
+    ctx.add_tokens(before - progress.tokens)
     return result
 
 

@@ -1,0 +1,21 @@
+# Fails unless README.md shows examples/shopkeeper.cpp verbatim: the first ```cpp block after
+# the line "<!-- example: examples/shopkeeper.cpp -->".
+file(READ "${README}" readme)
+file(READ "${EXAMPLE}" example)
+string(FIND "${readme}" "<!-- example: examples/shopkeeper.cpp -->" marker)
+if(marker EQUAL -1)
+  message(FATAL_ERROR "README.md has no '<!-- example: examples/shopkeeper.cpp -->' marker")
+endif()
+string(SUBSTRING "${readme}" ${marker} -1 rest)
+string(FIND "${rest}" "```cpp\n" open)
+if(open EQUAL -1)
+  message(FATAL_ERROR "README.md: no ```cpp block after the example marker")
+endif()
+math(EXPR start "${open} + 7")
+string(SUBSTRING "${rest}" ${start} -1 rest)
+string(FIND "${rest}" "```" close)
+string(SUBSTRING "${rest}" 0 ${close} shown)
+if(NOT shown STREQUAL example)
+  message(FATAL_ERROR "README.md's example differs from examples/shopkeeper.cpp: copy the file "
+                      "into the README block (the file is the one ctest compiles and runs)")
+endif()

@@ -9,7 +9,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 # Exits 0 only on Python 3.11+ (the package's requires-python).
 PY_CHECK := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
-.PHONY: demo test lint typecheck unit diagrams render-diagrams bench soak clean
+.PHONY: demo test lint typecheck unit redis-server cpp cpp-sanitize diagrams render-diagrams bench soak clean
 
 # A .venv made by an older Python (or left broken) would fail on every run: forget its stamps
 # so the recipe below rebuilds it from scratch.
@@ -40,10 +40,30 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-unit: $(STAMP)
+# The durability tests start a real Redis server (Debian's redis-server) and skip without one:
+# installed here when missing and we are root with apt-get, else the command is printed.
+redis-server:
+	@command -v redis-server >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get install -y -q redis-server >/dev/null 2>&1 || \
+			{ apt-get update -q >/dev/null && apt-get install -y -q redis-server >/dev/null; }; \
+		else echo "note: the Redis tests are skipped without redis-server:" \
+			"sudo apt-get install redis-server" >&2; fi; }
+
+unit: $(STAMP) redis-server
 	$(PY) -m pytest
 
-test: lint typecheck unit
+test: lint typecheck unit cpp
+
+# The C++ client (clients/cpp): build it and run its ctest suite against the real server
+# (clients/cpp/build/default). Installs g++, cmake, msgpack-cxx and asio with apt-get when run
+# as root; otherwise prints the command and skips loudly (a failure when $CI is set).
+cpp: $(STAMP)
+	clients/cpp/tools/make_cpp.sh test $(abspath $(PY))
+
+# The same suite under ThreadSanitizer and AddressSanitizer (not part of `make test`).
+cpp-sanitize: $(STAMP)
+	clients/cpp/tools/make_cpp.sh sanitize $(abspath $(PY))
 
 # The generated files a test keeps fresh: diagrams/ and docs/params.md.
 diagrams: $(STAMP)
@@ -60,6 +80,9 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.paused_memory
 	$(PY) -m bench.wire_bench
 	$(PY) -m bench.llama_bench
+	$(PY) -m bench.toolcall_quality
+	$(PY) -m bench.served_bench
+	$(PY) -m bench.durable
 
 # Reliability (not part of `make test`; several minutes): 5 rounds x 20,000 turns embedded and
 # over the wire, 100,000 fuzzed frames beside a well-behaved client, the heaviest requests.

@@ -370,6 +370,9 @@ async def tool_calls(max_tokens: int) -> None:
                 mode=tl.ToolCallMode.DetectOnly,
                 system_prompt="You are Mira, a shopkeeper. Use a tool when the customer's "
                 "request needs one.",
+                # The grammar modes are measured on generated calls (the model's own default
+                # decision is "score": bench/toolcall_quality.py compares the two).
+                decision="generate",
                 sampling=tl.SamplingParams(temperature=0.0, max_tokens=max_tokens),
             ),
         )

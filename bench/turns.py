@@ -1,23 +1,27 @@
-"""Turn throughput: one full turn (one pause, one resume) on the mock backend, side by side.
+"""Turn throughput: one full turn (user message -> pause -> host resumes -> reply), side by side.
 
-Variants, all sequential (one turn at a time, like a host driving one agent after another):
+Variants, all sequential (one turn at a time, like a host driving one agent after another),
+all with default settings (the pause stall warning timer on) unless the name says otherwise:
 
-* turnloom, public asyncio API: ``AsyncEngine(MockModel("mock"))``, graph Pause "gate" ->
-  CannedResponse "reply"; per turn ``await agent.send_message("hi")`` (returns at the pause)
-  then ``await agent.resume()`` (returns at completion). 100 agents are created up front and
-  reused round-robin. Also with a Generate node on the mock model, and with a fresh agent per
-  turn (create_agent + turn + destroy, all timed).
-* (a) the bare state machine: the same five events (start, pause, resume, proceed, finish)
-  on a ``transitions.Machine`` built per turn from turnloom's own table, and, for reference,
-  fired through turnloom's one shared Machine (``turnloom.states.fire``). Nothing else.
-* (b) LangGraph: StateGraph gate (``interrupt``) -> reply, ``InMemorySaver``; per turn a new
-  thread_id, ``invoke`` runs to the interrupt, ``invoke(Command(resume=...))`` completes.
-  Measured with ``invoke`` and ``ainvoke``; the faster one is the baseline of the ratios.
+* turnloom's two public faces on the mock backend, graph Pause "gate" -> CannedResponse "reply":
+  ``AsyncEngine`` (``await agent.send_message("hi")`` returns at the pause, ``await
+  agent.resume()`` at completion) and the blocking ``Engine`` (the same calls, blocking). 100
+  agents are created up front and reused round-robin. Also Pause -> Generate on the mock model,
+  and a fresh agent per turn (create_agent + turn + destroy, all timed).
+* The floors (bench/peers.py): a bare asyncio task parked on a future, and the same driven
+  from the caller's thread through a loop thread (two hand-offs per turn).
+* The peers (bench/peers.py): Apache Burr ``run``/``arun`` with ``halt_before``/``halt_after``,
+  in memory; LangGraph ``interrupt()`` with ``InMemorySaver``, ``invoke``/``ainvoke``, with its
+  default durability and with ``durability="exit"``.
+* The bare state machine: the same five events (start, pause, resume, proceed, finish) on a
+  ``transitions.Machine`` built per turn from turnloom's table, and fired through turnloom's
+  one shared Machine (``turnloom.states.fire``). Nothing else.
 
-Each variant is warmed up, then timed in ``--repeat`` rounds (default 5) that interleave the
-variants, so background load on a shared machine hits every variant alike; the best round is
-shown, with the median beside it. Per-run setup (engine, agents, compiled graph) is untimed,
-except in the "fresh agent per turn" variant where creating the agent is part of the turn.
+Every variant checks its work: each timed turn must have paused and answered "ok". Each is
+warmed up, then timed in ``--repeat`` rounds (default 5) that interleave the variants, so
+background load hits every variant alike; the best round is shown, with the median beside it.
+Each face is compared with its matching peers (asyncio with asyncio, blocking with blocking),
+with the fastest variant of each peer overall, and with its floor.
 
 Run from the repository root: ``.venv/bin/python -m bench.turns [--scale 0.2] [--profile]``.
 """
@@ -39,6 +43,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as `python bench/turns.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import peers
 from bench._common import (
     logged_summary,
     pause_then_canned,
@@ -87,16 +92,34 @@ async def _turnloom_reused(
         gc.collect()
         if profiler is not None:
             profiler.enable()
+        paused = answered = 0
         t0 = time.perf_counter()
         for i in range(turns):
             agent = agents[i % AGENTS]
-            await agent.send_message("hi")
-            await agent.resume()
+            paused += (await agent.send_message("hi")).pause is not None
+            answered += bool((await agent.resume()).result.text)  # type: ignore[union-attr]
         seconds = time.perf_counter() - t0
         if profiler is not None:
             profiler.disable()
-        last = agents[(turns - 1) % AGENTS].last_result
-        assert last is not None and last.status is tl.TurnStatus.SUCCESS and last.text, last
+        assert paused == answered == turns, (paused, answered)
+    return seconds
+
+
+def _turnloom_blocking(turns: int) -> float:
+    """The blocking face: the same turns as `_turnloom_reused`, each call blocking."""
+    import turnloom as tl
+
+    with tl.Engine(tl.MockModel("mock")) as engine:
+        agents = [engine.create_agent(pause_then_canned()) for _ in range(AGENTS)]
+        gc.collect()
+        paused = answered = 0
+        t0 = time.perf_counter()
+        for i in range(turns):
+            agent = agents[i % AGENTS]
+            paused += agent.send_message("hi").pause is not None
+            answered += agent.resume().result.text == "ok"  # type: ignore[union-attr]
+        seconds = time.perf_counter() - t0
+        assert paused == answered == turns, (paused, answered)
     return seconds
 
 
@@ -107,14 +130,15 @@ async def _turnloom_fresh(turns: int) -> float:
     async with tl.AsyncEngine(tl.MockModel("mock")) as engine:
         graph = pause_then_canned()
         gc.collect()
+        paused = answered = 0
         t0 = time.perf_counter()
         for _ in range(turns):
             agent = await engine.create_agent(graph)
-            await agent.send_message("hi")
-            step = await agent.resume()
+            paused += (await agent.send_message("hi")).pause is not None
+            answered += (await agent.resume()).result.text == "ok"  # type: ignore[union-attr]
             await agent.destroy()
         seconds = time.perf_counter() - t0
-        assert step.result is not None and step.result.text == "ok", step
+        assert paused == answered == turns, (paused, answered)
     return seconds
 
 
@@ -172,66 +196,6 @@ def _shared_machine(turns: int) -> float:
     return seconds
 
 
-# --- (b) LangGraph -----------------------------------------------------------------------------
-
-
-def _langgraph_app():  # -> a compiled graph with a fresh InMemorySaver
-    from typing import TypedDict
-
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.types import interrupt
-
-    class TurnState(TypedDict, total=False):
-        message: str
-        decision: str
-        reply: str
-
-    def gate(state: TurnState) -> dict[str, str]:
-        return {"decision": interrupt({"node": "gate", "pending_exit": "default"})}
-
-    def reply(state: TurnState) -> dict[str, str]:
-        return {"reply": "ok"}
-
-    builder = StateGraph(TurnState)
-    builder.add_node("gate", gate)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "gate")
-    builder.add_edge("gate", "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=InMemorySaver())
-
-
-def _langgraph_sync(turns: int) -> float:
-    from langgraph.types import Command
-
-    app = _langgraph_app()  # a fresh saver per run: it keeps every thread's checkpoints
-    gc.collect()
-    t0 = time.perf_counter()
-    for thread in range(turns):
-        config = {"configurable": {"thread_id": str(thread)}}
-        paused = app.invoke({"message": "hi"}, config)
-        done = app.invoke(Command(resume="go"), config)
-    seconds = time.perf_counter() - t0
-    assert "__interrupt__" in paused and done["reply"] == "ok", (paused, done)
-    return seconds
-
-
-async def _langgraph_async(turns: int) -> float:
-    from langgraph.types import Command
-
-    app = _langgraph_app()
-    gc.collect()
-    t0 = time.perf_counter()
-    for thread in range(turns):
-        config = {"configurable": {"thread_id": str(thread)}}
-        paused = await app.ainvoke({"message": "hi"}, config)
-        done = await app.ainvoke(Command(resume="go"), config)
-    seconds = time.perf_counter() - t0
-    assert "__interrupt__" in paused and done["reply"] == "ok", (paused, done)
-    return seconds
-
-
 # --- driver ------------------------------------------------------------------------------------
 
 
@@ -254,55 +218,93 @@ class Variant:
 
 
 def _variants(n: Callable[[int], int]) -> list[Variant]:
+    reused = f"({AGENTS} agents reused)"
     return [
         Variant(
-            "turnloom",
-            f"turnloom AsyncEngine, Pause->CannedResponse ({AGENTS} agents reused)",
+            "tl_async",
+            f"turnloom AsyncEngine, Pause->CannedResponse {reused}",
             n(6_000),
             n(1_000),
             lambda t: asyncio.run(_turnloom_reused(pause_then_canned, t)),
         ),
         Variant(
-            "turnloom_gen",
-            f"turnloom AsyncEngine, Pause->Generate(mock) ({AGENTS} agents reused)",
+            "tl_block",
+            f"turnloom Engine (blocking), Pause->CannedResponse {reused}",
+            n(3_000),
+            n(500),
+            _turnloom_blocking,
+        ),
+        Variant(
+            "tl_gen",
+            f"turnloom AsyncEngine, Pause->Generate(mock) {reused}",
             n(3_000),
             n(500),
             lambda t: asyncio.run(_turnloom_reused(pause_then_generate, t)),
         ),
         Variant(
-            "turnloom_fresh",
+            "tl_fresh",
             "turnloom AsyncEngine, Pause->CannedResponse (fresh agent per turn)",
             n(3_000),
             n(500),
             lambda t: asyncio.run(_turnloom_fresh(t)),
         ),
         Variant(
+            "floor_async",
+            "floor: bare asyncio task parked on a future",
+            n(20_000),
+            n(2_000),
+            lambda t: asyncio.run(peers.asyncio_floor(t)),
+        ),
+        Variant(
+            "floor_block",
+            "floor: the same through a loop thread (2 hand-offs)",
+            n(3_000),
+            n(500),
+            peers.blocking_floor,
+        ),
+        Variant("burr_run", "Apache Burr run (blocking)", n(3_000), n(500), peers.burr_run),
+        Variant(
+            "burr_arun",
+            "Apache Burr arun (asyncio)",
+            n(3_000),
+            n(500),
+            lambda t: asyncio.run(peers.burr_arun(t)),
+        ),
+        Variant("lg_sync", "LangGraph invoke", n(300), n(50), peers.langgraph_invoke),
+        Variant(
+            "lg_sync_exit",
+            'LangGraph invoke, durability="exit"',
+            n(300),
+            n(50),
+            lambda t: peers.langgraph_invoke(t, "exit"),
+        ),
+        Variant(
+            "lg_async",
+            "LangGraph ainvoke",
+            n(300),
+            n(50),
+            lambda t: asyncio.run(peers.langgraph_ainvoke(t)),
+        ),
+        Variant(
+            "lg_async_exit",
+            'LangGraph ainvoke, durability="exit"',
+            n(300),
+            n(50),
+            lambda t: asyncio.run(peers.langgraph_ainvoke(t, "exit")),
+        ),
+        Variant(
             "machine",
-            "(a) transitions.Machine built per turn, 5 events",
+            "transitions.Machine built per turn, 5 events (no turn)",
             n(3_000),
             n(500),
             _machine_per_turn,
         ),
         Variant(
             "shared",
-            "(a') turnloom's shared Machine (states.fire), 5 events",
+            "turnloom's shared Machine (states.fire), 5 events (no turn)",
             n(20_000),
             n(2_000),
             _shared_machine,
-        ),
-        Variant(
-            "lg_sync",
-            "(b) LangGraph invoke, InMemorySaver, new thread/turn",
-            n(300),
-            n(50),
-            _langgraph_sync,
-        ),
-        Variant(
-            "lg_async",
-            "(b) LangGraph ainvoke, InMemorySaver, new thread/turn",
-            n(300),
-            n(50),
-            lambda t: asyncio.run(_langgraph_async(t)),
         ),
     ]
 
@@ -322,6 +324,44 @@ def _profile(turns: int) -> None:
     for key in ("cumulative", "tottime"):
         print(f"\n--- top 15 by {key} ---")
         stats.sort_stats(key).print_stats(15)
+
+
+def _fastest(figures: dict[str, Figure], *keys: str) -> Figure:
+    return min((figures[k] for k in keys), key=lambda f: f.us)
+
+
+def _print_ratios(figures: dict[str, Figure]) -> None:
+    """Each face against its floor, its matching peers and each peer's fastest variant."""
+    lg_all = ("lg_sync", "lg_sync_exit", "lg_async", "lg_async_exit")
+    faces = {
+        "asyncio face (AsyncEngine)": (
+            figures["tl_async"],
+            figures["floor_async"],
+            figures["burr_arun"],
+            _fastest(figures, "lg_async", "lg_async_exit"),
+        ),
+        "blocking face (Engine)": (
+            figures["tl_block"],
+            figures["floor_block"],
+            figures["burr_run"],
+            _fastest(figures, "lg_sync", "lg_sync_exit"),
+        ),
+    }
+    burr_best = _fastest(figures, "burr_run", "burr_arun")
+    lg_best = _fastest(figures, *lg_all)
+    print()
+    for face, (ours, floor, burr, lg) in faces.items():
+        print(f"{face}: {ours.us:.1f} us/turn")
+        print(f"  vs its floor                 : {ours.us / floor.us:.2f}x the floor's time")
+        print(f"  vs {burr.name:<26}: {burr.us / ours.us:.2f}x as fast")
+        print(f"  vs fastest Burr ({burr_best.name}): {burr_best.us / ours.us:.2f}x as fast")
+        print(f"  vs {lg.name:<26}: {lg.us / ours.us:.1f}x as fast")
+        print(f"  vs fastest LangGraph ({lg_best.name}): {lg_best.us / ours.us:.1f}x as fast")
+    shared, tl = figures["shared"], figures["tl_async"]
+    print(
+        f"the 5 machine events of a turn, fired apart: {shared.us:.1f} us "
+        f"(~{shared.us / tl.us:.0%} of an AsyncEngine turn)"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -360,46 +400,23 @@ def main(argv: list[str] | None = None) -> None:
         for v in variants:
             v.seconds.append(v.run(v.turns))
     figures = {v.key: v.best() for v in variants}
-    lg = max(figures["lg_sync"], figures["lg_async"], key=lambda f: f.per_s)
-    lg_api = "invoke" if lg is figures["lg_sync"] else "ainvoke"
+    tl = figures["tl_async"]
     print()
     print_table(
-        ["variant", "turns", "seconds", "turns/s", "us/turn", "median us/turn", "x LangGraph"],
+        ["variant", "turns", "turns/s", "us/turn", "median us/turn", "x AsyncEngine"],
         [
             [
                 f.name,
                 f.turns,
-                f"{f.seconds:.3f}",
                 f"{f.per_s:,.0f}",
                 f"{f.us:.1f}",
                 f"{v.median_us():.1f}",
-                f"{f.per_s / lg.per_s:.1f}",
+                f"{f.us / tl.us:.2f}",
             ]
             for v, f in ((v, figures[v.key]) for v in variants)
         ],
     )
-    tl, gen = figures["turnloom"], figures["turnloom_gen"]
-    machine, shared = figures["machine"], figures["shared"]
-    ratio = tl.per_s / lg.per_s
-    print()
-    print(f"LangGraph baseline = the faster of invoke/ainvoke: {lg_api} ({lg.per_s:,.0f} turns/s)")
-    print(
-        f"ratio turnloom/LangGraph (CannedResponse) : {ratio:.1f}x   "
-        f"(target >= 20x: {'met' if ratio >= 20 else 'MISSED'})"
-    )
-    print(f"ratio turnloom/LangGraph (Generate, mock) : {gen.per_s / lg.per_s:.1f}x")
-    print(
-        f"ratio turnloom/Machine-per-turn           : {tl.per_s / machine.per_s:.2f}x   "
-        "(a whole turnloom turn vs. only building a Machine and firing 5 events)"
-    )
-    print(
-        f"per-turn Machine construction             : {machine.us - shared.us:.1f} us/turn "
-        f"(= {machine.us:.1f} per-turn Machine - {shared.us:.1f} shared Machine)"
-    )
-    print(
-        f"share of a turnloom turn in its 5 events  : ~{shared.us / tl.us:.0%} "
-        f"({shared.us:.1f} of {tl.us:.1f} us, measured apart)"
-    )
+    _print_ratios(figures)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     wall = time.perf_counter() - started
     print(f"\ntotal wall time {wall:.1f} s, load average {load:.2f} at end")

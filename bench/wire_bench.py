@@ -10,7 +10,7 @@ are the engine + transport, not inference):
   resumes; between two samples the turn completes and a new one pauses (not timed).
 * full turns per second, sequential: one ``send_message`` (returns at the pause) + one
   ``resume`` (returns at completion) per turn, one turn at a time; through the blocking API
-  (``tl.Engine`` vs ``tl.connect``: each call hops to the engine's / client's loop thread) and
+  (``tl.Engine`` vs ``tl.connect``: each call runs the engine's / client's loop itself) and
   through the asyncio API (``tl.AsyncEngine`` vs ``tl.connect_async``, on the caller's loop).
 * full turns per second, concurrent: ``--agents`` agents driven at once with asyncio.
 
@@ -106,12 +106,13 @@ async def ack_times_remote(address: tuple[str, int], count: int) -> list[float]:
 def blocking_turns(engine: tl.Engine | tl.RemoteEngine, turns: int) -> float:
     """Sequential turns through the blocking API; turns per second."""
     agent = engine.create_agent(pause_then_canned())
+    paused = answered = 0
     start = time.perf_counter()
     for _ in range(turns):
-        agent.send_message("hi")
-        agent.resume()
+        paused += agent.send_message("hi").pause is not None
+        answered += agent.resume().result.text == "ok"  # type: ignore[union-attr]
     elapsed = time.perf_counter() - start
-    assert agent.last_result is not None and agent.last_result.text == "ok"
+    assert paused == answered == turns, (paused, answered)
     return turns / elapsed
 
 
@@ -119,15 +120,20 @@ async def async_turns(engine: Any, turns: int, agents: int) -> float:
     """Turns through the asyncio API, `agents` at a time; turns per second."""
     handles = [await engine.create_agent(pause_then_canned()) for _ in range(agents)]
     per_agent = turns // agents
+    checked = [0, 0]  # turns that paused, turns that answered "ok"
 
     async def drive(agent: Any) -> None:
         for _ in range(per_agent):
-            await agent.send_message("hi")
-            await agent.resume()
+            paused = (await agent.send_message("hi")).pause is not None
+            checked[0] += paused  # (read after the await: the coroutines interleave)
+            answered = (await agent.resume()).result.text == "ok"
+            checked[1] += answered
 
     start = time.perf_counter()
     await asyncio.gather(*(drive(a) for a in handles))
-    return per_agent * agents / (time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    assert checked == [per_agent * agents] * 2, checked
+    return per_agent * agents / elapsed
 
 
 async def with_async_engine(

@@ -259,8 +259,10 @@ def test_serve_log_level_info_logs_to_stderr_through_stdlib_logging() -> None:
 def test_serve_parses_its_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
 
-    def fake_serve(host: str, port: int, limits: ServerLimits, *, mock: bool = False) -> int:
-        seen.update(host=host, port=port, limits=limits, mock=mock)
+    def fake_serve(
+        host: str, port: int, limits: ServerLimits, *, mock: bool = False, **security: Any
+    ) -> int:
+        seen.update(host=host, port=port, limits=limits, mock=mock, **security)
         return 0
 
     levels: list[int] = []
@@ -268,7 +270,10 @@ def test_serve_parses_its_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "configure_logging", levels.append)  # keep the test's logging
     assert cli.main(["serve"]) == 0
     assert (seen["host"], seen["port"], seen["mock"]) == ("127.0.0.1", 7411, False)
-    assert cli.main(["serve", "--host", "0.0.0.0", "--max-agents", "3", "--mock"]) == 0
+    # --insecure: no TLS or key here (tests/server/test_auth.py covers the refusal).
+    assert (
+        cli.main(["serve", "--host", "0.0.0.0", "--max-agents", "3", "--mock", "--insecure"]) == 0
+    )
     assert (seen["host"], seen["limits"].max_agents_per_session, seen["mock"]) == (
         "0.0.0.0",
         3,

@@ -8,6 +8,7 @@ Top level: what a host app needs (engines, agents, graphs and params, results, e
 scripted mock model; `LlamaModel`, `CatalogEntry`, `register_model`, `MockModel` and
 `VirtualClock` are also here, as the README uses them. Real inference (`LlamaModel`, and
 `Engine()` with no model) needs the `llama` extra: `pip install 'turnloom[llama]'`.
+`ServedModel` runs inference on a serving engine over HTTP (the `served` extra).
 """
 
 #: The package's version (pyproject.toml reads it from here: one place to change it).
@@ -17,6 +18,7 @@ from . import models, testing
 from .engine.backends.catalog import CatalogEntry, register_model
 from .engine.backends.llama import LlamaModel
 from .engine.backends.mock import MockModel
+from .engine.backends.served import ServedModel, ServedModelError, ServerKind
 from .engine.clock import VirtualClock
 from .engine.graph import GraphDescription
 from .engine.params import (
@@ -35,6 +37,8 @@ from .engine.params import (
 )
 from .engine.results import PauseInfo, Step, ToolCallEvent, ToolResult, TurnResult, TurnStatus
 from .engine.runtime import EngineSettings
+from .engine.snapshot import AgentSnapshot
+from .engine.store import SQLiteStore, Store
 from .host import (
     Agent,
     AsyncAgent,
@@ -75,6 +79,7 @@ from .protocol.errors import (
     SessionNotReady,
     Timeout,
     TurnloomError,
+    Unauthorized,
     UnknownMessageType,
     UnknownNode,
 )
@@ -86,6 +91,7 @@ __all__ = [
     "AgentBusy",
     "AgentError",
     "AgentNotPaused",
+    "AgentSnapshot",
     "AsyncAgent",
     "AsyncEngine",
     "AsyncRemoteEngine",
@@ -121,13 +127,18 @@ __all__ = [
     "ProtocolError",
     "ProtocolVersionMismatch",
     "RemoteEngine",
+    "SQLiteStore",
     "SamplingParams",
     "Selection",
+    "ServedModel",
+    "ServedModelError",
     "ServerError",
+    "ServerKind",
     "ServerShuttingDown",
     "SessionLimitExceeded",
     "SessionNotReady",
     "Step",
+    "Store",
     "Timeout",
     "ToolCallDisposition",
     "ToolCallEvent",
@@ -140,6 +151,7 @@ __all__ = [
     "TurnState",
     "TurnStatus",
     "TurnloomError",
+    "Unauthorized",
     "UnknownMessageType",
     "UnknownNode",
     "VirtualClock",

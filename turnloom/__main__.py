@@ -9,6 +9,7 @@ import importlib
 import logging
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,9 @@ from .engine.graph import GraphDescription
 from .engine.graph_diagram import draw_graph
 from .host.aio import AsyncEngine
 from .protocol.frames import DEFAULT_HOST, DEFAULT_PORT, PROTOCOL_VERSION
-from .server import Server, ServerLimits
+from .server import Server, ServerLimits, is_loopback
+from .server.auth import ENV_VAR, AuthKey, key_from_env, load_key_file
+from .server.tls import server_context
 from .states import Rejection
 from .states.diagrams import turn_machine_dot, turn_machine_mermaid
 
@@ -95,12 +98,22 @@ def load_graph(spec: str, fail: Callable[[str], NoReturn]) -> GraphDescription:
     return graph
 
 
-def serve(host: str, port: int, limits: ServerLimits, *, mock: bool = False) -> int:
+def serve(
+    host: str,
+    port: int,
+    limits: ServerLimits,
+    *,
+    mock: bool = False,
+    tls: ssl.SSLContext | None = None,
+    auth_key: AuthKey | None = None,
+) -> int:
     """Serve an engine over the wire until SIGINT / SIGTERM (the default models, or only the
-    scripted mock model named 'mock'); print `READY_LINE` once listening."""
+    scripted mock model named 'mock'), over TLS with `tls`, requiring `auth_key` if given;
+    print `READY_LINE` once listening."""
 
     async def run() -> None:
-        server = Server(AsyncEngine(MockModel("mock") if mock else None), limits=limits)
+        engine = AsyncEngine(MockModel("mock") if mock else None)
+        server = Server(engine, limits=limits, ssl=tls, auth_key=auth_key)
         await server.start(host, port)
         bound_host, bound_port = server.address
         ready = READY_LINE.format(version=PROTOCOL_VERSION, host=bound_host, port=bound_port)
@@ -124,6 +137,65 @@ def serve(host: str, port: int, limits: ServerLimits, *, mock: bool = False) -> 
         )
         return 1
     return 0
+
+
+def security_of(
+    args: argparse.Namespace, fail: Callable[[str], NoReturn]
+) -> tuple[ssl.SSLContext | None, AuthKey | None]:
+    """The TLS context and auth key the serve options ask for; `fail` reports a bad option.
+
+    Binding a non-loopback address without both is refused unless `--insecure` is given, and
+    then warned about loudly: it would let anyone on the network read or drive the engine."""
+    if (args.tls_cert is None) != (args.tls_key is None):
+        fail("--tls-cert and --tls-key go together")
+    if args.tls_client_ca is not None and args.tls_cert is None:
+        fail("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS first)")
+    context = None
+    if args.tls_cert is not None:
+        try:
+            context = server_context(args.tls_cert, args.tls_key, args.tls_client_ca)
+        except (OSError, ssl.SSLError) as error:
+            fail(f"cannot load the TLS certificate or key: {error}")
+    try:
+        key = load_key_file(args.auth_key_file) if args.auth_key_file else key_from_env()
+    except OSError as error:
+        fail(f"--auth-key-file: cannot read it: {error.strerror or error}")
+    except ValueError as error:
+        fail(str(error))
+    if not is_loopback(args.host) and (context is None or key is None):
+        missing = " and ".join(
+            what
+            for what, absent in (
+                ("TLS (--tls-cert/--tls-key)", context is None),
+                (f"an auth key (--auth-key-file or {ENV_VAR})", key is None),
+            )
+            if absent
+        )
+        if not args.insecure:
+            fail(
+                f"refusing to serve on {args.host} without {missing}: anyone who can reach "
+                "the port could read the traffic or use the engine. Add them, bind loopback "
+                "behind your own TLS terminator, or pass --insecure to serve anyway."
+            )
+        exposed = [
+            *(["read and alter every message, the auth key included"] if context is None else []),
+            *(["create agents and spend this machine's inference"] if key is None else []),
+        ]
+        print(
+            f"turnloom: WARNING: --insecure: serving on {args.host} without {missing}. "
+            f"Anyone who can reach this port can {' and '.join(exposed)}.",
+            file=sys.stderr,
+            flush=True,
+        )
+    return context, key
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: an int >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,6 +267,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-agents", type=int, default=defaults.max_agents_per_session, help="per session"
     )
     served.add_argument(
+        "--max-open-turns",
+        type=non_negative,
+        default=defaults.max_open_turns_per_session,
+        help="turns open at once per session (0 = no quota)",
+    )
+    served.add_argument(
+        "--generations-per-minute",
+        type=non_negative,
+        default=0,
+        help="generations per session in any 60 s (0 = no quota)",
+    )
+    served.add_argument(
+        "--tokens-per-minute",
+        type=non_negative,
+        default=0,
+        help="tokens generated per session in any 60 s (0 = no quota)",
+    )
+    served.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
+    served.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    served.add_argument(
+        "--tls-client-ca",
+        metavar="PEM",
+        help="mutual TLS: require client certificates signed by this CA",
+    )
+    served.add_argument(
+        "--auth-key-file",
+        metavar="PATH",
+        help=f"require the key in this file from every session (default: ${ENV_VAR} if set; "
+        "never give a key on the command line)",
+    )
+    served.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without TLS or without an auth key",
+    )
+    served.add_argument(
         "--mock", action="store_true", help="serve only the scripted mock model named 'mock'"
     )
     served.add_argument(
@@ -224,10 +332,19 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(1, f"turnloom demo: {exc}\n`turnloom demo --mock` needs no model.\n")
     elif args.command == "serve":
         configure_logging(getattr(logging, args.log_level.upper()))
-        limits = ServerLimits(
-            max_sessions=args.max_sessions, max_agents_per_session=args.max_agents
-        )
-        return serve(args.host, args.port, limits, mock=args.mock)
+        fail = parser.error
+        try:
+            limits = ServerLimits(
+                max_sessions=args.max_sessions,
+                max_agents_per_session=args.max_agents,
+                max_open_turns_per_session=args.max_open_turns,
+                generations_per_minute=args.generations_per_minute,
+                tokens_per_minute=args.tokens_per_minute,
+            )
+        except ValueError as error:
+            fail(str(error))
+        tls, key = security_of(args, fail)
+        return serve(args.host, args.port, limits, mock=args.mock, tls=tls, auth_key=key)
     elif args.command == "diagrams":
         if args.out is not None:
             for path in write_diagrams(args.out):

@@ -67,6 +67,9 @@ def shop_graph(model_name: str) -> GraphDescription:
                 disposition=ToolCallDisposition.AwaitResult,
                 mode=ToolCallMode.DetectOnly,
                 system_prompt="Call check_stock when the customer asks about an item.",
+                # The demo shows the model writing a grammar-constrained call (the tiny
+                # model's default decision, "score", would choose it by likelihood instead).
+                decision="generate",
                 # Greedy and short: a call is some twenty tokens.
                 sampling=SamplingParams(temperature=0.0, max_tokens=40),
                 tool_called_exit="answer",

@@ -110,6 +110,7 @@ def test_tool_call_pauses_for_the_result_and_the_answer_sees_it(
                 disposition=tl.ToolCallDisposition.AwaitResult,
                 mode=tl.ToolCallMode.DetectOnly,
                 system_prompt="Call check_stock when the customer asks about an item.",
+                decision="generate",  # the model writes the call (its default is to score)
                 sampling=greedy(24),
                 tool_called_exit="answer",
                 no_tool_called_exit="answer",

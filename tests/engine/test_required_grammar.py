@@ -61,6 +61,7 @@ def call_graph(max_tokens: int) -> tl.GraphDescription:
         disposition=tl.ToolCallDisposition.AwaitResult,
         mode=tl.ToolCallMode.DetectOnly,
         system_prompt="Use a tool for what the player asks.",
+        decision="generate",  # the grammar under test (the model's default is to score)
         sampling=tl.SamplingParams(temperature=0.0, max_tokens=max_tokens),
         tool_called_exit="done",
         no_tool_called_exit="done",

@@ -80,9 +80,15 @@ def test_a_failing_callback_does_not_break_the_turn(engine: tl.Engine) -> None:
 def test_blocking_timeout_is_1003(engine: tl.Engine) -> None:
     agent = engine.create_agent(gate_graph())
     agent.send_message("hi")
-    gate_release = threading.Event()
-    # Keep the loop busy so wait() cannot be answered in time.
-    engine._runner.loop.call_soon_threadsafe(gate_release.wait, 2)  # type: ignore[attr-defined]
+    gate_release, busy = threading.Event(), threading.Event()
+
+    def keep_busy() -> None:
+        busy.set()
+        gate_release.wait(2)
+
+    # Keep the loop thread busy (it holds the loop) so wait() cannot be answered in time.
+    engine._runner.loop.call_soon_threadsafe(keep_busy)  # type: ignore[attr-defined]
+    assert busy.wait(2)
     with pytest.raises(tl.TurnloomError) as info:
         agent.wait(timeout=0.05)
     gate_release.set()

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..states import Trigger, TurnState, check, fire, is_legal
 from . import executor
+from .agent_tags import NO_TAGS
 from .exchanges import check_batch, normalize_tool_results
 from .fields import params_from_mapping
 from .graph import CompiledGraph
@@ -31,14 +32,13 @@ log = get_logger("turnloom.agent")
 
 #: Statuses whose interaction joins the dialog. A cancelled or failed turn leaves no trace; a
 #: timed-out one keeps its partial interaction so the conversation stays intact (R-P5).
-_KEPT_STATUSES = frozenset({TurnStatus.SUCCESS, TurnStatus.PAUSE_TIMED_OUT})
+KEPT_STATUSES = frozenset({TurnStatus.SUCCESS, TurnStatus.PAUSE_TIMED_OUT})
 
 
 class AgentCore:
     """The engine-side agent. Hosts reach it through `turnloom.Engine` or the wire server."""
 
     __slots__ = (
-        "_on_destroyed",
         "_rng",
         "agent_id",
         "call_seq",
@@ -51,7 +51,9 @@ class AgentCore:
         "max_steps",
         "node_state",
         "params",
+        "rng_seed",
         "runtime",
+        "tags",
         "turn",
     )
 
@@ -64,7 +66,6 @@ class AgentCore:
         *,
         enable_diagnostics: bool,
         max_steps_per_turn: int,
-        on_destroyed: Callable[[int], None] | None = None,
     ) -> None:
         self.runtime = runtime
         self.agent_id = agent_id
@@ -72,7 +73,6 @@ class AgentCore:
         self.listener = listener
         self.enable_diagnostics = enable_diagnostics
         self.max_steps = max_steps_per_turn
-        self._on_destroyed = on_destroyed
         # Shared with the graph until the first change_params (copy on write): agents are many.
         self.params: Mapping[str, NodeParams] = graph.nodes
         self.dialog: list[Interaction] = []
@@ -80,8 +80,14 @@ class AgentCore:
         self.turn = Turn()
         self.last_result: TurnResult | None = None
         self.destroyed = False
-        self.node_state: dict[str, dict[str, Any]] = {}
+        #: Per node, what its executions keep between turns (None until a node keeps any:
+        #: agents are many, and most nodes keep nothing).
+        self.node_state: dict[str, dict[str, Any]] | None = None
         self._rng: random.Random | None = None
+        #: What the random source is seeded with: the id, kept by a restore under another id.
+        self.rng_seed = agent_id
+        #: The host's labels for this agent (`agent_tags`); kept in snapshots, never read here.
+        self.tags: Mapping[str, str] = NO_TAGS
         self.call_seq = 0
 
     @property
@@ -91,7 +97,11 @@ class AgentCore:
         Made on first use: a `Random` is ~2.5 KiB and most agents never need one.
         """
         if self._rng is None:
-            self._rng = random.Random(self.agent_id)
+            self._rng = random.Random(self.rng_seed)
+        return self._rng
+
+    def peek_rng(self) -> random.Random | None:
+        """The random source if it was ever used (a snapshot keeps its state only then)."""
         return self._rng
 
     def next_call_id(self) -> str:
@@ -110,7 +120,7 @@ class AgentCore:
 
     def turn_completed(self, turn: Turn, result: TurnResult) -> None:
         """Book the one completion of `turn` (R-S3): dialog, a fresh idle turn, the host told."""
-        if result.status in _KEPT_STATUSES:
+        if result.status in KEPT_STATUSES:
             self.dialog.append(turn.interaction)
         self.turn = Turn()
         self.last_result = result
@@ -120,13 +130,19 @@ class AgentCore:
 
     # --- operations --------------------------------------------------------------------------
 
-    def _check_alive(self, operation: str) -> None:
+    def check_alive(self, operation: str) -> None:
+        """Refuse `operation` on a destroyed agent (3002)."""
         if self.destroyed:
             raise AgentDestroyed(f"agent {self.agent_id} was destroyed; {operation} refused")
 
     def _check(self, trigger: Trigger, operation: str) -> None:
-        self._check_alive(operation)
+        self.check_alive(operation)
         check(self.turn, trigger, f"agent {self.agent_id}: {operation} refused")
+
+    def check_at_rest(self, operation: str) -> None:
+        """Refuse `operation` unless the agent is idle or paused: the states `edit` is legal in
+        (3004 otherwise), the only ones a snapshot can hold."""
+        self._check(Trigger.EDIT, operation)
 
     def send_message(self, text: str, waiter: asyncio.Future[Step] | None = None) -> Turn:
         """Start a turn for the user message `text` (`start`; 3004 while a turn is open).
@@ -184,7 +200,7 @@ class AgentCore:
 
     def get_params(self, node_name: str) -> NodeParams:
         """A copy of a node's current params (edit it and pass it to `change_params`)."""
-        self._check_alive("get_params")
+        self.check_alive("get_params")
         return copy.deepcopy(self._node(node_name, "get_params"))
 
     def resume(
@@ -200,7 +216,7 @@ class AgentCore:
         `MAX_TOOL_RESULTS_PER_BATCH`) is checked first, as every face does before sending it;
         then the turn's state; then the node and the batch against the pause.
         """
-        self._check_alive("resume")
+        self.check_alive("resume")
         batch = normalize_tool_results(tool_results, f"agent {self.agent_id}: resume")
         self._check(Trigger.RESUME, "resume")
         turn = self.turn
@@ -230,7 +246,7 @@ class AgentCore:
 
     def cancel(self) -> bool:
         """End the open turn `cancelled`; False (not an error) when `cancel` is not legal."""
-        self._check_alive("cancel")
+        self.check_alive("cancel")
         if not is_legal(self.turn.state, Trigger.CANCEL):
             return False
         executor.cancel(self, self.turn)
@@ -238,15 +254,14 @@ class AgentCore:
 
     def destroy(self) -> None:
         """Cancel any open turn and refuse every later operation (3002)."""
-        self._check_alive("destroy")
+        self.check_alive("destroy")
         self.cancel()  # a no-op when no turn is open
         self.destroyed = True
-        if self._on_destroyed is not None:
-            self._on_destroyed(self.agent_id)
+        self.runtime.forget(self.agent_id)
 
     def wait(self) -> Step | None:
         """The step the agent stands at now, or None if its turn is running (then wait)."""
-        self._check_alive("wait")
+        self.check_alive("wait")
         turn = self.turn
         if turn.state is TurnState.IDLE:
             return Step(result=self.last_result) if self.last_result else Step()

@@ -78,15 +78,6 @@ class VirtualClock(Clock):
             raise ValueError(f"VirtualClock(start): time starts at >= 0, got {brief(start)}")
         self._heap: list[tuple[float, int, _VirtualTimer]] = []
         self._seq = itertools.count()
-        self._loop_thread: int | None = None
-
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Attach to the engine loop; `advance` from another thread is marshalled onto it."""
-        super().bind(loop)
-        loop.call_soon_threadsafe(self._remember_thread)
-
-    def _remember_thread(self) -> None:
-        self._loop_thread = threading.get_ident()
 
     def now(self) -> float:
         """The virtual time."""
@@ -119,7 +110,9 @@ class VirtualClock(Clock):
                 f"VirtualClock.advance: {brief(seconds)} s would take the time past a float's range"
             )
         loop = self.loop
-        if loop is not None and loop.is_running() and threading.get_ident() != self._loop_thread:
+        # Outside the loop (not in a callback or a coroutine of it), the timers' callbacks must
+        # run on it: hand them over and wait.
+        if loop is not None and loop.is_running() and asyncio._get_running_loop() is not loop:
             done = threading.Event()
             failure: list[BaseException] = []
 

@@ -32,7 +32,7 @@ from .results import (
     TurnResult,
     TurnStatus,
 )
-from .runtime import Runtime
+from .runtime import GenerationMeter, Runtime
 from .turn import OpenPause, Turn
 
 log = get_logger("turnloom.turn")
@@ -56,7 +56,7 @@ class TurnOwner(Protocol):
     params: Mapping[str, NodeParams]
     max_steps: int
     dialog: list[Interaction]
-    node_state: dict[str, dict[str, Any]]
+    node_state: dict[str, dict[str, Any]] | None
 
     @property
     def rng(self) -> random.Random:
@@ -103,6 +103,10 @@ class _NodeContext:
     def rng(self) -> random.Random:
         return self.agent.rng
 
+    @property
+    def meter(self) -> GenerationMeter | None:
+        return self.agent.runtime.meter
+
     def backend(self, params: NodeParams) -> ModelBackend:
         return self.agent.runtime.models[self.agent.graph.model_for(params)]
 
@@ -112,7 +116,10 @@ class _NodeContext:
 
     def emit_text(self, text: str) -> None:
         if text and self.turn.state is TurnState.RUNNING:
-            self.turn.reply_parts.append(text)
+            turn = self.turn
+            if turn.reply_parts is None:
+                turn.reply_parts = []
+            turn.reply_parts.append(text)
             self.agent.notify("on_answer_text", text, True, False)
 
     def add_reply(self, text: str) -> None:
@@ -129,6 +136,8 @@ class _NodeContext:
             self.agent.notify("on_tool_call", event)
 
     def node_state(self) -> dict[str, Any]:
+        if self.agent.node_state is None:
+            self.agent.node_state = {}
         return self.agent.node_state.setdefault(self.node_name, {})
 
 
@@ -226,17 +235,13 @@ def _pause(
     turn.pause_count += 1
     info = PauseInfo(node, route, target, timeout_ms, outcome.pending_calls, outcome.awaits_results)
     turn.pause = OpenPause(info, timeout_target, now, turn.pause_seq, debug_index)
-    timers = []
     if timeout_ms:
-        timers.append(
-            engine.clock.call_at(now + timeout_ms / 1000, _on_timeout, agent, turn, turn.pause_seq)
+        turn.timers = (
+            engine.clock.call_at(
+                now + timeout_ms / 1000, on_pause_deadline, agent, turn, turn.pause_seq
+            ),
         )
-    stall_ms = engine.settings.pause_stall_warn_ms
-    if stall_ms and (not timeout_ms or timeout_ms > stall_ms):
-        timers.append(
-            engine.clock.call_at(now + stall_ms / 1000, _on_stall, agent, turn, turn.pause_seq)
-        )
-    turn.timers = tuple(timers)
+    engine.stall_watch.watch(agent, turn)
     turn.task = None  # this walk ends here; a parked turn holds no task
     log.debug(
         "turn.paused",
@@ -258,8 +263,10 @@ def _end_pause(agent: TurnOwner, turn: Turn) -> OpenPause:
     for timer in turn.timers:
         timer.cancel()
     turn.timers = ()
-    turn.paused_duration += agent.runtime.clock.now() - pause.started_at
+    engine = agent.runtime
+    turn.paused_duration += engine.clock.now() - pause.started_at
     turn.pause = None
+    engine.stall_watch.ended(pause)
     return pause
 
 
@@ -289,7 +296,9 @@ def resume(
     turn.task = agent.runtime.loop.create_task(_continue(agent, turn, target))
 
 
-def _on_timeout(agent: TurnOwner, turn: Turn, seq: int) -> None:
+def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
+    """The deadline of `turn`'s pause number `seq` has come: time it out, unless that pause
+    has already ended (the resume won the race, R-P8)."""
     if not is_legal(turn.state, Trigger.TIME_OUT) or turn.pause is None or turn.pause.seq != seq:
         return  # the resume won the race (R-P8)
     fire(turn, Trigger.TIME_OUT)  # the table picks resuming or pause_timed_out
@@ -316,21 +325,6 @@ def _on_timeout(agent: TurnOwner, turn: Turn, seq: int) -> None:
         complete(agent, turn)
 
 
-def _on_stall(agent: TurnOwner, turn: Turn, seq: int) -> None:
-    pause = turn.pause
-    if turn.state is not TurnState.PAUSED or pause is None or pause.seq != seq:
-        return
-    log.warning(
-        "pause.stalled",
-        agent_id=agent.agent_id,
-        turn_id=turn.turn_id,
-        node=pause.info.node_name,
-        paused_ms=round((agent.runtime.clock.now() - pause.started_at) * 1000),
-        hint="nothing has resumed this pause; resume it, cancel it, or give the node a "
-        "pause_timeout_ms",
-    )
-
-
 def cancel(agent: TurnOwner, turn: Turn) -> None:
     """End an open turn `cancelled`, stopping a running node."""
     fire(turn, Trigger.CANCEL)
@@ -350,7 +344,7 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
         timer.cancel()
     turn.timers = ()
     status = _STATUS_OF_STATE[turn.state]
-    text = "".join(turn.reply_parts)
+    text = "".join(turn.reply_parts or ())
     debug_info = None
     if turn.debug_nodes is not None:
         debug_info = {

@@ -250,6 +250,13 @@ class ToolDefinition(Declared):
         }
 
 
+def _decision_error(value: str) -> str | None:
+    """One of `generate`, `score`, or empty (the model's default)."""
+    if value in ("", "generate", "score"):
+        return None
+    return f"must be 'generate', 'score' or '' (the model's default), got {brief(value)}"
+
+
 def _tools_error(tools: list[ToolDefinition]) -> str | None:
     """Tool names unique, and parameter names unique within each tool."""
     if not all(isinstance(t, ToolDefinition) and isinstance(t.name, str) for t in tools):
@@ -301,6 +308,13 @@ class ToolCallParams(NodeParams):
     tool_called_exit: str = exit_param("taken when a declared tool was called")
     no_tool_called_exit: str = exit_param("taken when no declared tool was called")
     timeout_exit: str = exit_param("taken when the pause times out; '' = end pause_timed_out")
+    decision: str = param(
+        "",
+        check=_decision_error,
+        doc="how the call is chosen: 'generate' (the model writes it) or 'score' (tools and "
+        "arguments ranked by likelihood; generates where the model cannot score); "
+        "'' = the model's default",
+    )
     #: Fields of the original product accepted (in the constructor and in mappings) and ignored.
     deprecated_fields: ClassVar[dict[str, str]] = {
         "tool_call_format": "the model's own chat template decides how tools are offered and "

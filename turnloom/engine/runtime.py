@@ -10,14 +10,29 @@ import asyncio
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from .backends.base import ModelBackend
 from .clock import Clock, LoopClock
 from .fields import invalid_field, param
 from .params import MAX_TIMEOUT_MS
+from .stall_watch import StallWatch
 
 #: The largest byte limit a setting takes (2 GiB - 1): far past any frame or result a host sends.
 MAX_BYTES = 2**31 - 1
+
+
+class GenerationMeter(Protocol):
+    """What a host may put in front of every inference (the server's per-session quotas)."""
+
+    def admit(self, agent_id: int) -> None:
+        """Allow one inference for `agent_id` and count it, or raise a `TurnFailure` to refuse
+        it (the turn then ends `error` with that failure's code)."""
+        ...
+
+    def charge(self, agent_id: int, tokens: int) -> None:
+        """Count the tokens an admitted inference produced (also when it failed midway)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +85,18 @@ class Runtime:
         self.error_code_of = error_code_of
         self._turn_ids = itertools.count(1)
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        #: Warns about pauses nobody attends (R-P6).
+        self.stall_watch = StallWatch(self.clock, self.settings.pause_stall_warn_ms)
+        #: Consulted before every inference and told what it cost; None = nothing to meter.
+        self.meter: GenerationMeter | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Attach the engine (and its clock) to the loop it runs on."""
         self.loop = loop
         self.clock.bind(loop)
+
+    def forget(self, agent_id: int) -> None:
+        """Drop a destroyed agent (the engine core keeps the agents; a bare runtime has none)."""
 
     def next_turn_id(self) -> int:
         """A turn id unique in this engine."""

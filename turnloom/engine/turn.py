@@ -50,7 +50,7 @@ class Turn:
         "waiters",
     )
 
-    #: Set by `begin`; an idle turn has none.
+    #: Set by `begin`; an idle turn has none (agents are many, most of them idle).
     interaction: Interaction
 
     def __init__(self) -> None:
@@ -58,7 +58,9 @@ class Turn:
         self.state: TurnState = INITIAL_STATE
         self.steps = 0
         self.tokens = 0
-        self.reply_parts: list[str] = []
+        #: The reply's pieces so far; None until the first (a turn paused before it speaks
+        #: holds no list).
+        self.reply_parts: list[str] | None = None
         self.debug_nodes: list[dict[str, Any]] | None = None
         self.pause: OpenPause | None = None
         self.pause_count = 0

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import functools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..engine.agent import AgentCore
-from ..engine.backends.base import ModelBackend
+from ..engine.backends.base import ChatMessage, ModelBackend
 from ..engine.backends.catalog import DEFAULT_MODEL
 from ..engine.backends.info import ModelInfo, model_info
 from ..engine.backends.llama import LlamaModel
 from ..engine.clock import Clock
 from ..engine.core import EngineCore
+from ..engine.dialog_data import dialog_to_messages
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, ToolResult, TurnResult
 from ..engine.runtime import EngineSettings
+from ..engine.snapshot import AgentSnapshot, take_snapshot
+from ..engine.store import Store, open_store
 from ..engine.turn import Turn
 from ..protocol.codes import code_for, rejected, too_deep
 from ..states import Rejection
@@ -42,12 +45,22 @@ async def _step(turn: Turn, future: asyncio.Future[Step]) -> Step:
         raise
 
 
-def _resume_batch(core: AgentCore, batch: list[ToolResult]) -> None:
-    """Resume `core`'s paused turn with `batch` (the embedded `CallbackDispatch` hook)."""
-    try:
-        core.resume("", batch)
-    except Rejection as rejection:
-        raise rejected("retry_paused_tool_batch", core.agent_id, rejection) from None
+class _ResumeBatch:
+    """Resume an agent's paused turn with a batch (the embedded `CallbackDispatch` hook).
+
+    A slotted object rather than a `functools.partial`: one per agent, a quarter the size.
+    """
+
+    __slots__ = ("core",)
+
+    def __init__(self, core: AgentCore) -> None:
+        self.core = core
+
+    def __call__(self, batch: list[ToolResult]) -> None:
+        try:
+            self.core.resume("", batch)
+        except Rejection as rejection:
+            raise rejected("retry_paused_tool_batch", self.core.agent_id, rejection) from None
 
 
 class AsyncAgent(AsyncAgentAPI):
@@ -135,6 +148,29 @@ class AsyncAgent(AsyncAgentAPI):
         self.dispatch.drop_batch(batch)
         return await _step(turn, step)
 
+    def _snapshot(self) -> AgentSnapshot:
+        self._core.check_at_rest("snapshot")
+        return take_snapshot(self._core)
+
+    async def snapshot(self) -> AgentSnapshot:
+        """The agent as a snapshot (SPEC R-R1): while idle or paused; 3004 while a turn runs,
+        3002 once destroyed. `engine.restore(snapshot)` brings it back."""
+        return self._do("snapshot", self._snapshot)
+
+    @property
+    def tags(self) -> Mapping[str, str]:
+        """The labels the agent was created with (read-only)."""
+        return self._core.tags
+
+    @property
+    def dialog(self) -> list[ChatMessage]:
+        """The conversation so far as chat messages (a copy; the open turn is not in it)."""
+        return dialog_to_messages(self._core.dialog)
+
+    async def get_dialog(self) -> list[ChatMessage]:
+        """`dialog`, as the other faces ask for it."""
+        return self.dialog
+
 
 class AsyncEngine(AsyncEngineAPI):
     """An embedded engine on the running asyncio loop: `async with AsyncEngine() as engine:`."""
@@ -145,6 +181,7 @@ class AsyncEngine(AsyncEngineAPI):
         *,
         clock: Clock | None = None,
         settings: EngineSettings | None = None,
+        store: str | os.PathLike[str] | Store | None = None,
     ) -> None:
         if isinstance(models, ModelBackend):
             models = [models]
@@ -153,6 +190,7 @@ class AsyncEngine(AsyncEngineAPI):
             clock=clock,
             settings=settings,
             error_code_of=lambda exc: int(code_for(exc)),
+            store=None if store is None else open_store(store),
         )
         self._bound = False
 
@@ -160,6 +198,20 @@ class AsyncEngine(AsyncEngineAPI):
         if not self._bound:
             self.core.bind(asyncio.get_running_loop())
             self._bound = True
+            # The stored agents come back as soon as there is a loop for their timers (their
+            # faces are made when asked for, by `agent`).
+            self.core.restore_stored(CallbackDispatch)
+
+    def _make(self, operation: str, make: Callable[[CallbackDispatch], AgentCore]) -> AsyncAgent:
+        self._bind()
+        dispatch = CallbackDispatch()
+        try:
+            core = make(dispatch)
+        except Rejection as rejection:
+            raise rejected(operation, None, rejection) from None
+        except RecursionError:
+            raise too_deep(operation) from None
+        return _face(core)
 
     async def __aenter__(self) -> AsyncEngine:
         self._bind()
@@ -179,29 +231,62 @@ class AsyncEngine(AsyncEngineAPI):
         *,
         enable_diagnostics: bool = False,
         max_steps_per_turn: int = 64,
+        dialog: Sequence[ChatMessage] | None = None,
+        tags: Mapping[str, str] | None = None,
+        durable: bool | None = None,
     ) -> AsyncAgent:
-        """Validate `graph` and create an agent over it."""
-        self._bind()
-        dispatch = CallbackDispatch()
-        try:
-            core = self.core.create_agent(
+        """Validate `graph` and create an agent over it; `dialog` (chat messages, starting with
+        the user's) seeds its conversation, `tags` label it (kept in snapshots and the store).
+        With a store, `durable=False` keeps this agent in memory only."""
+        return self._make(
+            "create_agent",
+            lambda dispatch: self.core.create_agent(
                 graph,
                 dispatch,
                 enable_diagnostics=enable_diagnostics,
                 max_steps_per_turn=max_steps_per_turn,
-            )
+                dialog=dialog,
+                tags=tags,
+                durable=durable,
+            ),
+        )
+
+    async def restore(
+        self, snapshot: bytes | Mapping[str, Any], *, durable: bool | None = None
+    ) -> AsyncAgent:
+        """An agent from `agent.snapshot()` (or its `to_dict()` form), behaving as the original
+        would have; refused with nothing created when the snapshot is cut, foreign, of another
+        version, inconsistent (3007) or its graph or model does not fit this engine (3003)."""
+        return self._make(
+            "restore", lambda dispatch: self.core.restore(snapshot, dispatch, durable=durable)
+        )
+
+    def agent(self, agent_id: int) -> AsyncAgent:
+        """The live agent with this id, e.g. one restored from the store (3001 if none)."""
+        self._bind()
+        try:
+            return _face(self.core.agent(agent_id))
         except Rejection as rejection:
-            raise rejected("create_agent", None, rejection) from None
-        except RecursionError:
-            raise too_deep("create_agent") from None
-        dispatch.resume_batch = functools.partial(_resume_batch, core)
-        return AsyncAgent(core, dispatch)
+            raise rejected("agent", agent_id, rejection) from None
+
+    def agent_ids(self) -> list[int]:
+        """The ids of the live agents, ascending (with a store: the restored ones too)."""
+        self._bind()
+        return sorted(self.core.agents)
 
     async def list_models(self) -> list[ModelInfo]:
         """The loaded models graphs may name, sorted by name."""
         return [model_info(self.core.models[name]) for name in sorted(self.core.models)]
 
     async def aclose(self) -> None:
-        """Cancel every open turn and destroy every agent."""
-        for agent in list(self.core.agents.values()):
-            agent.destroy()
+        """Cancel every open turn and destroy every agent (with a store, stored agents stay
+        stored as they were last written, for the next engine), and close the store."""
+        self.core.close()
+
+
+def _face(core: AgentCore) -> AsyncAgent:
+    """The coroutine face of an engine agent, over the dispatch it was made with."""
+    dispatch = core.listener
+    assert isinstance(dispatch, CallbackDispatch)
+    dispatch.resume_batch = _ResumeBatch(core)
+    return AsyncAgent(core, dispatch)

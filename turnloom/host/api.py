@@ -12,10 +12,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..engine.backends.base import ChatMessage
 from ..engine.backends.info import ModelInfo
 from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, TurnResult
+from ..engine.snapshot import AgentSnapshot
 from .dispatch import DispatchFace
 
 
@@ -69,6 +71,21 @@ class AsyncAgentAPI(DispatchFace, ABC):
     @abstractmethod
     async def retry_paused_tool_batch(self) -> Step:
         """Resume again with the kept batch; return at the next step."""
+
+    # Durability (SPEC §11): embedded agents only, so far; the wire does not carry these yet.
+
+    @property
+    def tags(self) -> Mapping[str, str]:
+        """The labels the agent was created with (none over the wire, so far)."""
+        return {}
+
+    async def snapshot(self) -> AgentSnapshot:
+        """The agent as a snapshot, while idle or paused (3004 while a turn runs)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot take snapshots (embedded only)")
+
+    async def get_dialog(self) -> list[ChatMessage]:
+        """The conversation so far as chat messages."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read its dialog (embedded only)")
 
 
 class AsyncEngineAPI(ABC):

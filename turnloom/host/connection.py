@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+from ssl import SSLContext, create_default_context
 from typing import Any, Protocol
 
 from ..engine.guards import brief
@@ -50,6 +51,25 @@ def error_of(frame: dict[str, Any]) -> TurnloomError:
         return TurnloomError(ErrorCode.MalformedMessage, f"server error {brief(code)}: {message}")
 
 
+def client_context(option: SSLContext | bool | None) -> SSLContext | None:
+    """The TLS context a client connects with: the caller's own, a default one (the system's
+    trust store, host name checked) for `True`, none (plain TCP) for `None` or `False`."""
+    if option is None or option is False:
+        return None
+    if option is True:
+        return create_default_context()
+    if isinstance(option, SSLContext):
+        return option
+    raise TypeError(f"ssl must be an ssl.SSLContext, True or None, got {type(option).__name__}")
+
+
+def check_auth_key(auth_key: object) -> None:
+    """Refuse (TypeError) an auth key that is not a string, before anything is sent; the
+    message never shows the value."""
+    if auth_key is not None and not isinstance(auth_key, str):
+        raise TypeError(f"auth_key must be a str or None, got {type(auth_key).__name__}")
+
+
 class Connection(asyncio.Protocol):
     """One session to a server, seen from the client."""
 
@@ -69,15 +89,23 @@ class Connection(asyncio.Protocol):
 
     @classmethod
     async def open(
-        cls, host: str, port: int, timeout: float | None
+        cls,
+        host: str,
+        port: int,
+        timeout: float | None,
+        *,
+        ssl: SSLContext | None = None,
+        auth_key: str | None = None,
     ) -> tuple[Connection, dict[str, Any]]:
-        """Connect, read SessionReady, configure the session (1001 when that fails, 5004 when
-        the server speaks another version)."""
+        """Connect (over TLS with `ssl`), read SessionReady, configure the session with
+        `auth_key` if given (1001 when that fails, 2004 when the server refuses the key, 5004
+        when it speaks another version)."""
         loop = asyncio.get_running_loop()
         where = f"{host}:{port}"
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(cls, host, port), timeout)
-        except (OSError, TimeoutError) as exc:
+            connecting = loop.create_connection(cls, host, port, ssl=ssl)
+            _, conn = await asyncio.wait_for(connecting, timeout)
+        except (OSError, TimeoutError) as exc:  # ssl.SSLError is an OSError
             raise TurnloomError(
                 ErrorCode.ConnectionFailed, f"cannot connect to {where}: {exc or 'timed out'}"
             ) from None
@@ -88,6 +116,8 @@ class Connection(asyncio.Protocol):
                 "protocol_version": PROTOCOL_VERSION,
                 "client_name": "turnloom-python",
             }
+            if auth_key is not None:
+                hello["auth_key"] = auth_key
             await asyncio.wait_for(conn.request(hello), timeout)
         except TimeoutError:
             conn.abort()

@@ -57,7 +57,8 @@ class CallbackDispatch(AgentListener):
         self.turn_complete: TurnCompleteCallback | None = None
         self.tool_call_with_id: ToolCallWithIdCallback | None = None
         self.tool_call_event: ToolCallEventCallback | None = None
-        self.tools: dict[str, ToolHandler] = {}
+        #: Registered tool handlers by tool name; None until the first (most agents have none).
+        self.tools: dict[str, ToolHandler] | None = None
         self.kept_batch: list[ToolResult] | None = None
         #: An automatic resume still waiting for its answer (over the wire): True if accepted.
         self.auto_resume: asyncio.Future[bool] | None = None
@@ -109,11 +110,11 @@ class CallbackDispatch(AgentListener):
     # --- registered tools --------------------------------------------------------------------
 
     def _run_tool_handlers(self, info: PauseInfo) -> bool:
-        calls = info.pending_calls
-        if not calls or not all(call.tool_name in self.tools for call in calls):
+        calls, tools = info.pending_calls, self.tools
+        if not calls or tools is None or not all(call.tool_name in tools for call in calls):
             return False
         try:
-            outputs = [self.tools[call.tool_name](call) for call in calls]
+            outputs = [tools[call.tool_name](call) for call in calls]
         except Exception:
             log.exception("tool_handler.failed", node=info.node_name)
             return True
@@ -249,10 +250,15 @@ class DispatchFace:
         """
         if not isinstance(name, str):
             raise TypeError(f"register_tool: name must be a string, got {type(name).__name__}")
+        dispatch = self.dispatch
         if handler is None:
-            self.dispatch.tools.pop(name, None)
-        else:
-            self.dispatch.tools[name] = checked("register_tool", handler, ("call",))
+            if dispatch.tools is not None:
+                dispatch.tools.pop(name, None)
+            return
+        checked_handler = checked("register_tool", handler, ("call",))
+        if dispatch.tools is None:
+            dispatch.tools = {}
+        dispatch.tools[name] = checked_handler
 
     def has_paused_tool_batch(self) -> bool:
         """Whether an automatic resume with registered tools' results was refused and kept."""

@@ -1,12 +1,33 @@
 """The blocking face of a remote session (`RemoteEngine`) and the two ways to open one:
-`connect` (blocking, like `Engine`) and `connect_async` (asyncio, like `AsyncEngine`)."""
+`connect` (blocking, like `Engine`) and `connect_async` (asyncio, like `AsyncEngine`).
+
+Both take `ssl` (an `ssl.SSLContext`, or True for the system's trust store) to speak TLS, and
+`auth_key` for a server that requires one (2004 Unauthorized otherwise). The key is only ever
+sent, in ConfigureSession; it is never logged, kept or shown in an error.
+"""
 
 from __future__ import annotations
 
+from ssl import SSLContext
+
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from .client import AsyncRemoteEngine
+from .connection import Connection, check_auth_key, client_context
 from .loop_thread import LoopThread, wait_limit
 from .sync import EngineFace
+
+
+async def _open(
+    host: str,
+    port: int,
+    timeout: float | None,
+    ssl: SSLContext | bool | None,
+    auth_key: str | None,
+) -> AsyncRemoteEngine:
+    conn, ready = await Connection.open(
+        host, port, timeout, ssl=client_context(ssl), auth_key=auth_key
+    )
+    return AsyncRemoteEngine(conn, ready)
 
 
 class RemoteEngine(EngineFace):
@@ -18,14 +39,21 @@ class RemoteEngine(EngineFace):
     _engine: AsyncRemoteEngine
 
     def __init__(
-        self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        timeout: float = 10.0,
+        ssl: SSLContext | bool | None = None,
+        auth_key: str | None = None,
     ) -> None:
-        wait_limit(timeout, "connect")  # refused before a thread is started
+        # Refused before a thread is started.
+        limit = wait_limit(timeout, "connect")
+        client_context(ssl)
+        check_auth_key(auth_key)
         self._runner = LoopThread("turnloom-client")
         try:
-            self._engine = self._runner.block(
-                AsyncRemoteEngine.connect(host, port, timeout=timeout), "connect"
-            )
+            self._engine = self._runner.block(_open(host, port, limit, ssl, auth_key), "connect")
         except BaseException:
             self._runner.stop()
             raise
@@ -40,14 +68,31 @@ class RemoteEngine(EngineFace):
 
 
 def connect(
-    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    timeout: float = 10.0,
+    ssl: SSLContext | bool | None = None,
+    auth_key: str | None = None,
 ) -> RemoteEngine:
-    """Connect to a turnloom server; use the result exactly like `turnloom.Engine`."""
-    return RemoteEngine(host, port, timeout=timeout)
+    """Connect to a turnloom server; use the result exactly like `turnloom.Engine`.
+
+    `ssl`: an `ssl.SSLContext` (your CA, your client certificate for mutual TLS) or True (the
+    system's trust store) to speak TLS; `auth_key`: the server's key, if it requires one."""
+    return RemoteEngine(host, port, timeout=timeout, ssl=ssl, auth_key=auth_key)
 
 
 async def connect_async(
-    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    timeout: float = 10.0,
+    ssl: SSLContext | bool | None = None,
+    auth_key: str | None = None,
 ) -> AsyncRemoteEngine:
-    """Connect on the running loop; use the result exactly like `turnloom.AsyncEngine`."""
-    return await AsyncRemoteEngine.connect(host, port, timeout=timeout)
+    """Connect on the running loop; use the result exactly like `turnloom.AsyncEngine`
+    (`ssl` and `auth_key` as for `connect`)."""
+    limit = wait_limit(timeout, "connect")
+    client_context(ssl)
+    check_auth_key(auth_key)
+    return await _open(host, port, limit, ssl, auth_key)

@@ -1,13 +1,15 @@
-"""The blocking face of the host API: the engine loop runs on a background thread.
+"""The blocking face of the host API: the engine loop lives on a background thread.
 
-Every call is handed to the loop and waited for; each has an `*_async` form that returns a
-`concurrent.futures.Future` instead. Callbacks run on the loop thread, so a blocking call made
-from a callback would wait for the thread it blocks: it raises at once instead (R-H3).
+A blocking call runs the loop on the calling thread until it is answered (see `LoopThread`);
+each call has an `*_async` form that returns a `concurrent.futures.Future` instead. Callbacks
+run on whichever thread runs the loop at that moment, one at a time: a blocking call made from
+a callback would wait for the thread it blocks, so it raises at once instead (R-H3).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,13 +20,15 @@ from ..engine.graph import GraphDescription
 from ..engine.params import NodeParams
 from ..engine.results import Step, TurnResult
 from ..engine.runtime import EngineSettings
+from ..engine.store import Store
 from .aio import AsyncEngine
 from .api import AsyncAgentAPI, AsyncEngineAPI
 from .dispatch import CallbackDispatch, DispatchFace
+from .durable import DurableAgentFace, DurableEngineFace
 from .loop_thread import LoopThread
 
 
-class Agent(DispatchFace):
+class Agent(DurableAgentFace, DispatchFace):
     """An agent of an `Engine` or of a wire connection: blocking calls, `*_async` futures,
     callbacks. The same class either way; only the coroutine agent underneath differs."""
 
@@ -170,15 +174,19 @@ class EngineFace:
         """Cancel every open turn, destroy every agent and stop the loop thread."""
         if self._runner.loop.is_closed():
             return
-        if not self._runner.on_loop_thread():
+        if not self._runner.in_loop():
             self._runner.block(self._engine.aclose(), "close")
         self._runner.stop()
 
 
-class Engine(EngineFace):
-    """An embedded engine: agents in this process, the engine loop on a background thread."""
+class Engine(DurableEngineFace[Agent], EngineFace):
+    """An embedded engine: agents in this process, the engine loop on a background thread.
+
+    `store=` ("game.db", a `redis://` URL or a `Store`) makes its agents durable (SPEC §11).
+    """
 
     _engine: AsyncEngine
+    wrap = Agent
 
     def __init__(
         self,
@@ -186,10 +194,15 @@ class Engine(EngineFace):
         *,
         clock: Clock | None = None,
         settings: EngineSettings | None = None,
+        store: str | os.PathLike[str] | Store | None = None,
     ) -> None:
         self._runner = LoopThread()
-        self._engine = AsyncEngine(models, clock=clock, settings=settings)
-        self._runner.block(self._engine.__aenter__(), "Engine")
+        try:
+            self._engine = AsyncEngine(models, clock=clock, settings=settings, store=store)
+            self._runner.block(self._engine.__aenter__(), "Engine")
+        except BaseException:  # a bad argument: no thread left behind
+            self._runner.stop()
+            raise
 
     def __enter__(self) -> Engine:
         return self

@@ -15,6 +15,13 @@ from .errors import ErrorCode, TurnloomError
 
 log = get_logger("turnloom.host")
 
+
+class SessionQuotaExceeded(results.TurnFailure):
+    """A generation refused because its session used up a quota (generations or tokens per
+    minute): the turn ends `error` with code 2003, the message naming the quota. The server
+    raises it; it lives here, below the server, so that the table below can map it."""
+
+
 #: A host operation's trigger refused by the turn machine -> its code (SPEC R-S5). A refused
 #: `cancel` is no error (it answers "nothing to cancel"), so it has no row.
 REFUSED_TRIGGER_CODES: dict[Trigger, ErrorCode] = {
@@ -36,6 +43,7 @@ CODES: dict[type[BaseException], ErrorCode] = {
     results.InferenceFailed: ErrorCode.InferenceFailed,
     results.InferenceTimeout: ErrorCode.InferenceTimeout,
     results.MaxStepsExceeded: ErrorCode.MaxStepsExceeded,
+    SessionQuotaExceeded: ErrorCode.SessionLimitExceeded,
 }
 
 

@@ -5,7 +5,8 @@ its own class, grouped by family, so a host can catch exactly what it handles:
 
     TurnloomError
     ├── ClientError         1xxx  ConnectionFailed, ConnectionDropped, Timeout
-    ├── ServerError         2xxx  ServerShuttingDown, SessionNotReady, SessionLimitExceeded
+    ├── ServerError         2xxx  ServerShuttingDown, SessionNotReady, SessionLimitExceeded,
+    │                             Unauthorized
     ├── AgentError          3xxx  InvalidAgentId, AgentAlreadyDestroyed, GraphCompilationFailed,
     │                             AgentBusy, UnknownNode, ParamNotMutable, InvalidParamValue,
     │                             InvalidExitTarget, AgentNotPaused, InvalidToolResults
@@ -33,6 +34,8 @@ class ErrorCode(enum.IntEnum):
     SessionNotReady = 2002
     #: beyond the seeds: a per-session or per-server limit of the wire server was reached.
     SessionLimitExceeded = 2003
+    #: beyond the seeds: the server requires an auth key and the session's was missing or wrong.
+    Unauthorized = 2004
     InvalidAgentId = 3001
     AgentAlreadyDestroyed = 3002
     GraphCompilationFailed = 3003
@@ -100,7 +103,12 @@ class SessionNotReady(ServerError):
 
 
 class SessionLimitExceeded(ServerError):
-    """2003 (beyond the seeds): a per-session or per-server limit was reached."""
+    """2003 (beyond the seeds): a per-session or per-server limit or quota was reached."""
+
+
+class Unauthorized(ServerError):
+    """2004 (beyond the seeds): the server requires an auth key; the one given was missing or
+    wrong (the message never repeats it)."""
 
 
 class AgentError(TurnloomError):
@@ -192,6 +200,7 @@ _CLASS_OF_CODE: dict[int, type[TurnloomError]] = {
         ServerShuttingDown,
         SessionNotReady,
         SessionLimitExceeded,
+        Unauthorized,
         InvalidAgentId,
         AgentAlreadyDestroyed,
         GraphCompilationFailed,

@@ -42,6 +42,9 @@ REQUESTS: dict[str, tuple[Field, ...]] = {
     "ConfigureSession": (
         Field("protocol_version", "int", required=True),
         Field("client_name", "any", default=""),
+        # "any": a value of the wrong type is a wrong key (2004), not a malformed frame, so a
+        # client learns nothing from the server but "not authorized".
+        Field("auth_key", "any", default=None),
     ),
     "CreateAgent": (
         Field("graph", "map", required=True),

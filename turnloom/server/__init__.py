@@ -1,8 +1,10 @@
 """The asyncio TCP server (`Server`, one session per connection) and a server on a thread of
 its own (`BackgroundServer`), serving an engine's agents over the wire protocol."""
 
+from .auth import AuthKey
 from .background import BackgroundServer
 from .limits import ServerLimits, is_loopback
 from .tcp import Server
+from .tls import server_context
 
-__all__ = ["BackgroundServer", "Server", "ServerLimits", "is_loopback"]
+__all__ = ["AuthKey", "BackgroundServer", "Server", "ServerLimits", "is_loopback", "server_context"]

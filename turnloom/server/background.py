@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from ssl import SSLContext
 from typing import TypeVar
 
 from ..host.aio import AsyncEngine
 from ..host.loop_thread import LoopThread
 from ..protocol.frames import DEFAULT_HOST
+from .auth import AuthKey
 from .tcp import Server, ServerLimits
 
 T = TypeVar("T")
@@ -23,11 +25,14 @@ class BackgroundServer:
         host: str = DEFAULT_HOST,
         port: int = 0,
         limits: ServerLimits | None = None,
+        ssl: SSLContext | None = None,
+        auth_key: AuthKey | str | None = None,
     ) -> None:
+        """`limits`, `ssl` and `auth_key` as for `Server`."""
         self._runner = LoopThread("turnloom-server")
 
         async def start() -> Server:
-            server = Server(make_engine(), limits=limits)
+            server = Server(make_engine(), limits=limits, ssl=ssl, auth_key=auth_key)
             await server.start(host, port)
             return server
 

@@ -1,4 +1,4 @@
-"""What a server and each of its sessions may hold, and where it may listen (R-W4)."""
+"""What a server and each of its sessions may hold and spend, and where it may listen (R-W4)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,32 @@ class ServerLimits:
     destroyed_ids_remembered: int = 1024
     #: How long a closing connection may take to flush before it is aborted.
     close_timeout_s: float = 5.0
+    #: Turns open (running, paused or resuming) at once per session; SendMessage beyond it
+    #: is 2003. 0 = no quota (each agent has at most one open turn anyway).
+    max_open_turns_per_session: int = 0
+    #: Generations (Generate and ToolCall inferences) per session in any 60 s; 0 = no quota.
+    generations_per_minute: int = 0
+    #: Tokens generated per session in any 60 s; 0 = no quota.
+    tokens_per_minute: int = 0
+    #: How long a TLS client may take to complete its handshake before it is dropped.
+    tls_handshake_timeout_s: float = 10.0
+    #: With an auth key, how long a session may stay unconfigured (unauthenticated) before it
+    #: is closed: idle connections that never authenticate cannot hold the session slots.
+    configure_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name, least in (
+            ("max_open_turns_per_session", 0),
+            ("generations_per_minute", 0),
+            ("tokens_per_minute", 0),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"ServerLimits.{name} must be an int >= {least}, got {value!r}")
+        for name in ("tls_handshake_timeout_s", "configure_timeout_s"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"ServerLimits.{name} must be a number > 0, got {value!r}")
 
 
 def is_loopback(host: str) -> bool:

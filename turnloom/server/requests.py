@@ -17,14 +17,19 @@ from ..engine.backends.info import model_info
 from ..engine.core import EngineCore
 from ..engine.fields import params_to_mapping
 from ..engine.guards import brief
+from ..engine.logs import get_logger
 from ..engine.rejections import AgentDestroyed, InvalidParamValue, UnknownAgent
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import PROTOCOL_VERSION
 from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
 from ..protocol.records import model_info_to_wire, pause_to_wire, result_to_wire
 from ..states import TurnState
+from .auth import MAX_AUTH_FAILURES, AuthKey, refusal
 from .events import SessionEvents
 from .limits import ServerLimits
+from .quotas import SessionQuota
+
+log = get_logger("turnloom.server")
 
 
 class SessionRequests(SessionEvents):
@@ -38,11 +43,52 @@ class SessionRequests(SessionEvents):
     #: Recently destroyed agent ids, so a late request gets 3002 rather than 3001 (bounded).
     destroyed: OrderedDict[int, None]
     context: dict[str, Any]
+    quota: SessionQuota
+    #: ConfigureSessions refused for their auth key so far.
+    auth_failures: int
 
     @property
     def engine_core(self) -> EngineCore:
         """The engine core whose agents the session creates."""
         raise NotImplementedError
+
+    @property
+    def auth(self) -> AuthKey | None:
+        """The key this session must present, or None."""
+        raise NotImplementedError
+
+    def configured_in_time(self) -> None:
+        """Disarm the deadline for configuring the session."""
+        raise NotImplementedError
+
+    def authenticate(self, candidate: object) -> None:
+        """Check the session's auth key, if the server has one (2004 when it is not the key).
+
+        Neither the key nor the candidate is ever logged or put in a message: the reason says
+        only which way it failed."""
+        if self.auth is None:
+            return
+        reason = refusal(self.auth, candidate)
+        if reason is None:
+            return
+        self.auth_failures += 1
+        left = MAX_AUTH_FAILURES - self.auth_failures
+        log.warning("session.auth_failed", failures=self.auth_failures, **self.context)
+        then = (
+            "the connection is closed"
+            if left <= 0
+            else f"{left} more failure(s) and the connection is closed"
+        )
+        raise TurnloomError(ErrorCode.Unauthorized, f"unauthorized: {reason}; {then}")
+
+    def open_turn_refusal(self) -> None:
+        """Refuse (2003) a request that would start inference when a session quota is spent."""
+        open_turns = sum(
+            1 for core in self.agents.values() if core.turn.state is not TurnState.IDLE
+        )
+        reason = self.quota.turn_refusal(open_turns)
+        if reason is not None:
+            raise TurnloomError(ErrorCode.SessionLimitExceeded, reason)
 
     def agent(self, fields: dict[str, Any]) -> AgentCore:
         """The session's agent the request names (3001 unknown, 3002 destroyed)."""
@@ -56,7 +102,9 @@ class SessionRequests(SessionEvents):
         raise UnknownAgent(f"no agent with id {brief(agent_id)} in this session")
 
     def configure(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """ConfigureSession: check the client's protocol version (5004)."""
+        """ConfigureSession: check the auth key (2004), then the protocol version (5004)."""
+        # The key first: a client that is not authorized learns nothing else.
+        self.authenticate(fields["auth_key"])
         version = fields["protocol_version"]
         if version != PROTOCOL_VERSION:
             raise TurnloomError(
@@ -64,6 +112,7 @@ class SessionRequests(SessionEvents):
                 f"client speaks protocol version {version}, this server speaks {PROTOCOL_VERSION}",
             )
         self.configured = True
+        self.configured_in_time()
         name = fields["client_name"]
         # Logged with every event of the session: a bounded quote, whatever the client sent.
         self.context["client"] = name[:64] if isinstance(name, str) else brief(name)
@@ -106,12 +155,18 @@ class SessionRequests(SessionEvents):
     def send_message(self, fields: dict[str, Any]) -> dict[str, Any]:
         """SendMessage: start a turn."""
         core = self.agent(fields)
+        if core.turn.state is TurnState.IDLE:  # else the engine's own refusal (3004) answers
+            self.open_turn_refusal()
         turn = core.send_message(fields["text"])
         return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}
 
     def resume(self, fields: dict[str, Any]) -> dict[str, Any]:
         """ResumeAgent: resume the paused turn, plainly, by jump, or with tool results."""
         core = self.agent(fields)
+        if core.turn.state is TurnState.PAUSED:  # else the engine's own refusal answers
+            reason = self.quota.rate_refusal()
+            if reason is not None:
+                raise TurnloomError(ErrorCode.SessionLimitExceeded, reason)
         turn = core.resume(fields["resume_node"], fields["tool_results"])
         return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}
 

@@ -22,7 +22,9 @@ from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
 from ..protocol.messages import OPERATIONS, error_response, parse_request
 from ..states import Rejection
+from .auth import MAX_AUTH_FAILURES, AuthKey
 from .limits import ServerLimits
+from .quotas import SessionQuota
 from .requests import HANDLERS, SessionRequests
 
 log = get_logger("turnloom.server")
@@ -33,6 +35,8 @@ class SessionHost(Protocol):
 
     limits: ServerLimits
     shutting_down: bool
+    #: The key sessions must present in ConfigureSession; None = no authentication.
+    auth: AuthKey | None
 
     @property
     def engine_core(self) -> EngineCore:
@@ -70,11 +74,20 @@ class Session(asyncio.Protocol, SessionRequests):
         #: Logged with every event of the session (a dict, not a bound logger: a bound logger
         #: would keep the output stream of the moment it was bound).
         self.context: dict[str, Any] = {"session_id": session_id}
+        self.quota = SessionQuota(self.limits, server.engine_core.clock.now)
+        #: ConfigureSessions refused for their auth key; at MAX_AUTH_FAILURES the session ends.
+        self.auth_failures = 0
+        self._configure_timer: asyncio.TimerHandle | None = None
 
     @property
     def engine_core(self) -> EngineCore:
         """The engine core of the session's server."""
         return self.server.engine_core
+
+    @property
+    def auth(self) -> AuthKey | None:
+        """The key this session must present (the server's), or None."""
+        return self.server.auth
 
     # --- transport ---------------------------------------------------------------------------
 
@@ -89,6 +102,10 @@ class Session(asyncio.Protocol, SessionRequests):
             self.close()
             return
         log.info("session.opened", **self.context)
+        if self.server.auth is not None:
+            self._configure_timer = asyncio.get_running_loop().call_later(
+                self.limits.configure_timeout_s, self._configure_expired
+            )
         self.send(
             {
                 "type": "SessionReady",
@@ -96,6 +113,8 @@ class Session(asyncio.Protocol, SessionRequests):
                 "session_id": self.session_id,
                 "max_frame_bytes": self.limits.max_frame_bytes,
                 "max_agents": self.limits.max_agents_per_session,
+                # Lets a client say "this server needs a key" rather than guess from a 2004.
+                "auth_required": self.server.auth is not None,
             }
         )
 
@@ -131,9 +150,32 @@ class Session(asyncio.Protocol, SessionRequests):
         if self._abort_timer is not None:
             self._abort_timer.cancel()
             self._abort_timer = None
+        self.configured_in_time()
         self.release()
         self.server.forget(self)
         log.info("session.closed", error=str(exc) if exc else None, **self.context)
+
+    def configured_in_time(self) -> None:
+        """The session is configured (or gone): disarm the configure deadline."""
+        if self._configure_timer is not None:
+            self._configure_timer.cancel()
+            self._configure_timer = None
+
+    def _configure_expired(self) -> None:
+        self._configure_timer = None
+        if self.configured or self.closed:
+            return
+        log.warning(
+            "session.configure_timeout", timeout_s=self.limits.configure_timeout_s, **self.context
+        )
+        self.send(
+            error_response(
+                ErrorCode.Unauthorized,
+                f"session closed: not authenticated within {self.limits.configure_timeout_s} s",
+                None,
+            )
+        )
+        self.close()
 
     def pause_writing(self) -> None:
         """The client is behind on reading: stop reading its requests."""
@@ -274,3 +316,7 @@ class Session(asyncio.Protocol, SessionRequests):
             )
         reply["request_id"] = request_id
         self.send(reply)
+        if self.auth_failures >= MAX_AUTH_FAILURES:
+            # The refusal above is the last frame: guessing keys costs a connection per try.
+            log.warning("session.auth_locked_out", failures=self.auth_failures, **self.context)
+            self.close()

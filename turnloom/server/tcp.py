@@ -1,6 +1,8 @@
 """The asyncio TCP server: one `EngineCore` shared by sessions, one session per connection.
 
-It binds to loopback unless told otherwise (R-W4). Shutdown is graceful: requests are answered
+It binds to loopback unless told otherwise (R-W4). With `ssl` it speaks TLS only; with
+`auth_key` a session must present the key before anything else (see `auth`); per-session
+quotas come from `ServerLimits` (see `quotas`). Shutdown is graceful: requests are answered
 2001, every session's open turns are cancelled (their completions still go out), then the
 sockets close.
 """
@@ -10,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from ssl import SSLContext
 
 from ..engine.core import EngineCore
 from ..engine.logs import get_logger
 from ..host.aio import AsyncEngine
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
+from .auth import AuthKey
 from .limits import ServerLimits, is_loopback
+from .quotas import SessionMeter, SessionQuota, metered
 from .session import Session
 
 log = get_logger("turnloom.server")
@@ -26,10 +31,23 @@ class Server:
     """Serves an engine's agents over the wire: `async with Server(engine) as server:`."""
 
     def __init__(
-        self, engine: AsyncEngine | None = None, *, limits: ServerLimits | None = None
+        self,
+        engine: AsyncEngine | None = None,
+        *,
+        limits: ServerLimits | None = None,
+        ssl: SSLContext | None = None,
+        auth_key: AuthKey | str | None = None,
     ) -> None:
+        """`ssl`: a server-side context (`tls.server_context`) to speak only TLS; `auth_key`:
+        the key every session must present in ConfigureSession (2004 otherwise)."""
         self.engine = engine if engine is not None else AsyncEngine()
         self.limits = limits or ServerLimits()
+        if ssl is not None and not isinstance(ssl, SSLContext):
+            raise TypeError(f"ssl must be an ssl.SSLContext, got {type(ssl).__name__}")
+        self.ssl = ssl
+        self.auth = AuthKey(auth_key) if isinstance(auth_key, str) else auth_key
+        if self.auth is not None and not isinstance(self.auth, AuthKey):
+            raise TypeError(f"auth_key must be a str or an AuthKey, got {type(auth_key).__name__}")
         self.sessions: dict[int, Session] = {}
         self.shutting_down = False
         self._session_ids = itertools.count(1)
@@ -41,11 +59,31 @@ class Server:
         """Bind and start accepting (port 0 picks a free port; see `address`)."""
         await self.engine.__aenter__()  # binds the engine to this loop
         if not is_loopback(host):
-            log.warning("server.not_loopback", host=host, hint="reachable from other machines")
+            log.warning(
+                "server.not_loopback",
+                host=host,
+                tls=self.ssl is not None,
+                auth=self.auth is not None,
+                hint="reachable from other machines"
+                + ("" if self.ssl else "; traffic is not encrypted")
+                + ("" if self.auth else "; anyone who reaches the port can use the engine"),
+            )
+        if metered(self.limits):
+            self.engine_core.meter = SessionMeter(self.quota_of)
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: Session(self, next(self._session_ids)), host, port
+            lambda: Session(self, next(self._session_ids)),
+            host,
+            port,
+            ssl=self.ssl,
+            ssl_handshake_timeout=self.limits.tls_handshake_timeout_s if self.ssl else None,
         )
-        log.info("server.listening", host=self.address[0], port=self.address[1])
+        log.info(
+            "server.listening",
+            host=self.address[0],
+            port=self.address[1],
+            tls=self.ssl is not None,
+            auth=self.auth is not None,
+        )
 
     @property
     def engine_core(self) -> EngineCore:
@@ -75,6 +113,13 @@ class Server:
         except asyncio.CancelledError:
             await self.close()
             raise
+
+    def quota_of(self, agent_id: int) -> SessionQuota | None:
+        """The quota of the session that owns `agent_id` (None for an agent of no session)."""
+        for session in self.sessions.values():
+            if agent_id in session.agents:
+                return session.quota
+        return None
 
     def admit(self, session: Session) -> TurnloomError | None:
         """Register a new session, or the reason it is refused."""
@@ -115,6 +160,8 @@ class Server:
         await self._wait_empty(self.limits.close_timeout_s)
         if self._server is not None:
             await self._server.wait_closed()
+        if isinstance(self.engine_core.meter, SessionMeter):
+            self.engine_core.meter = None
         log.info("server.closed")
 
     async def _wait_empty(self, timeout: float) -> None:

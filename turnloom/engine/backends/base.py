@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,3 +103,24 @@ class ModelBackend(ABC):
     def tool_support_error(self) -> str | None:
         """Why this model cannot render tools, or None if it can (R-T1)."""
         return None
+
+    def default_tool_decision(self) -> str:
+        """How a ToolCall node that names no `decision` decides on this model: `"generate"`
+        (the model writes its call) or `"score"` (see `tool_decision`)."""
+        return "generate"
+
+    def scoring_error(self) -> str | None:
+        """Why this backend cannot score texts by likelihood (so a ToolCall node's `score`
+        decision falls back to generating), or None if it can (`score_choices`)."""
+        return f"backend {type(self).__name__} cannot score texts by likelihood"
+
+    async def score_choices(
+        self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+    ) -> list[float]:
+        """How likely the model is to continue the raw text `prompt` (no chat template) with
+        each of `choices`, as a choice among them: the natural-log probabilities of the tokens
+        where the choices part ways, summed along each one (tokens that no other choice could
+        take instead count as certain). `greedy` follows only the likeliest branch at each
+        parting, so only the choice it reaches scores (the rest get -inf): one model step per
+        parting instead of one per branch. Only where `scoring_error()` is None."""
+        raise NotImplementedError(self.scoring_error())

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..params import SamplingParams
 from ..tool_families import ToolCallFamily
 
 __all__ = [
@@ -71,6 +72,9 @@ class CatalogEntry:
     sampling: Mapping[str, Any] = field(default_factory=dict)
     #: Grammar-constrained tool calls (see `ToolGrammar`).
     tool_grammar: ToolGrammar = _DEFAULT_GRAMMAR
+    #: How a ToolCall node that names no `decision` decides: "generate" or "score"
+    #: (see `turnloom.engine.tool_decision`).
+    tool_decision: str = "generate"
     #: Extra texts that end a reply (end-of-generation tokens always do).
     stop: tuple[str, ...] = ()
     #: Extra keyword arguments for `llama_cpp.Llama` (n_threads, n_gpu_layers, ...).
@@ -90,6 +94,10 @@ class CatalogEntry:
         if self.tool_call_family is not None:
             object.__setattr__(self, "tool_call_family", ToolCallFamily(self.tool_call_family))
         object.__setattr__(self, "stop", tuple(self.stop))
+        if self.tool_decision not in ("generate", "score"):
+            raise ValueError(
+                f"tool_decision must be 'generate' or 'score', got {self.tool_decision!r}"
+            )
 
     def replace(self, **changes: Any) -> CatalogEntry:
         """A copy with some fields changed.
@@ -107,6 +115,25 @@ class CatalogEntry:
         """The GGUF file's path (runs the resolver if the entry has one)."""
         source = self.path
         return Path(source() if callable(source) else source)
+
+    def check_sampling(self) -> None:
+        """ValueError if `sampling` names a field `SamplingParams` does not have."""
+        unknown = set(self.sampling) - {f.name for f in dataclasses.fields(SamplingParams)}
+        if unknown:
+            raise ValueError(f"unknown sampling field(s) {sorted(unknown)} for '{self.name}'")
+
+    def sampling_for(self, requested: SamplingParams) -> SamplingParams:
+        """`requested`, with this entry's `sampling` values where it left a field at its
+        default (a node's explicit choice wins; the model's recommended values fill the rest)."""
+        if not self.sampling:
+            return requested
+        defaults = SamplingParams()
+        changes = {
+            key: value
+            for key, value in self.sampling.items()
+            if getattr(requested, key) == getattr(defaults, key)
+        }
+        return dataclasses.replace(requested, **changes) if changes else requested
 
 
 def packaged_template(filename: str) -> str:
@@ -178,6 +205,9 @@ register_model(
         # A base model this small never opens a call by itself (bench/llama_bench.py: 0 of 22
         # with the grammar off or lazy), so a ToolCall node on it always gets one, constrained.
         tool_grammar=ToolGrammar.REQUIRED,
+        # ...but the calls it writes are poor (bench/toolcall_quality.py): choosing by
+        # likelihood among the tools and spans of the player's line is both better and faster.
+        tool_decision="score",
         # A base model happily writes the next user turn too; its turn opener is a control
         # token that is not end-of-generation.
         stop=("<start_of_turn>",),

@@ -13,6 +13,7 @@ from ..clock import Clock
 from ..params import NodeParams
 from ..projection import Interaction
 from ..results import InferenceTimeout, ToolCallEvent
+from ..runtime import GenerationMeter
 
 
 @dataclass(slots=True)
@@ -53,6 +54,11 @@ class NodeContext(Protocol):
     @property
     def rng(self) -> random.Random:
         """The agent's random source (seeded by agent id, so runs are repeatable)."""
+        ...
+
+    @property
+    def meter(self) -> GenerationMeter | None:
+        """What every inference must be admitted by and charged to (None: nothing)."""
         ...
 
     def backend(self, params: NodeParams) -> ModelBackend:
@@ -104,11 +110,20 @@ async def generate_within_budget(
     """
     progress = request.progress
     before = progress.tokens
+    meter = ctx.meter
+    if meter is not None:
+        meter.admit(ctx.agent_id)
     progress.listener = ctx.add_tokens
     try:
         result = await _generate_within_budget(ctx, backend, request, on_delta)
+    except BaseException:
+        if meter is not None:  # cancelled or failed: what it produced was still spent
+            meter.charge(ctx.agent_id, progress.tokens - before)
+        raise
     finally:
         progress.listener = None
+    if meter is not None:
+        meter.charge(ctx.agent_id, max(result.tokens, progress.tokens - before))
     ctx.add_tokens(before - progress.tokens)
     return result
 

@@ -1,5 +1,10 @@
 """The ToolCall node: offer tools through the model's template, detect calls, apply the
-disposition (R-T2, R-T3, R-T5, R-T6)."""
+disposition (R-T2, R-T3, R-T5, R-T6).
+
+The call is found one of two ways (`decision`): parsed from what the model generated, or
+chosen by likelihood (`tool_decision`, for models too small to write calls). Both end in a
+`ParseOutcome`, so events, call ids, dispositions and pauses are one path after it.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from ..params import Placement, ToolCallDisposition, ToolCallMode, ToolCallParam
 from ..projection import project_chat
 from ..results import ToolCallEvent
 from ..tool_arguments import arguments_as_strings, coerce_arguments
-from ..tool_parsing import parse_tool_calls
+from ..tool_decision import decide_by_score, resolve_decision
+from ..tool_parsing import ParseOutcome, parse_tool_calls
 from .base import NodeContext, NodeOutcome, generate_within_budget
 
 
@@ -26,18 +32,41 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
         placement=Placement.InPlaceOfUser,
     )
     backend = ctx.backend(params)
-    tools = [tool.json_schema() for tool in params.tools]
-    generated = await generate_within_budget(
-        ctx, backend, GenerationRequest(messages, params.sampling, tools, agent_id=ctx.agent_id)
-    )
-    ctx.add_tokens(generated.tokens)
-    parsed = parse_tool_calls(generated.text, backend.tool_call_family())
+    decision, fallback = resolve_decision(params.decision, backend, params.tools)
+    if decision == "score":
+        meter = ctx.meter
+        if meter is not None:  # scoring is an inference too (it generates no tokens)
+            meter.admit(ctx.agent_id)
+        # The decision's outcome has the parser's shape: from here on both ways are one path.
+        parsed = await decide_by_score(
+            backend, params.tools, ctx.interaction.user_message, ctx.agent_id
+        )
+        tokens = 0
+        if not parsed.calls and params.mode is ToolCallMode.CallOrAnswer:
+            # Nothing was generated to answer with: the answer is a plain reply (no tools
+            # offered, so no call to drop; any markup it writes is dropped all the same).
+            reply = await generate_within_budget(
+                ctx, backend, GenerationRequest(messages, params.sampling, agent_id=ctx.agent_id)
+            )
+            ctx.add_tokens(reply.tokens)
+            tokens = reply.tokens
+            text = parse_tool_calls(reply.text, backend.tool_call_family()).residual_text
+            parsed = ParseOutcome((), text, ())
+    else:
+        tools = [tool.json_schema() for tool in params.tools]
+        generated = await generate_within_budget(
+            ctx, backend, GenerationRequest(messages, params.sampling, tools, agent_id=ctx.agent_id)
+        )
+        ctx.add_tokens(generated.tokens)
+        tokens = generated.tokens
+        parsed = parse_tool_calls(generated.text, backend.tool_call_family())
 
     declared = {tool.name: tool for tool in params.tools}
     diagnostics: dict[str, Any] = {
         "model": backend.name,
         "tool_count": len(params.tools),
-        "tokens_generated": generated.tokens,
+        "decision": decision,
+        "tokens_generated": tokens,
         "detected_calls": [],
         "rejected_calls": [
             {"tool_name": call.name, "reason": "tool not declared by this node"}
@@ -46,6 +75,8 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
         ],
         "malformed_calls": len(parsed.malformed),
     }
+    if fallback:
+        diagnostics["score_unavailable"] = fallback
     calls = [call for call in parsed.calls if call.name in declared]
     if not calls:
         diagnostics["exit"] = "no_tool_called"

@@ -86,8 +86,21 @@ def string_caps(
     string character as one token, the worst case (e.g. a run of digits): the bound holds for a
     model stuck repeating one character.
     """
-    markup = call_markup(family)
     caps = []
+    for text, strings in call_skeletons(tools, family):
+        fixed = count_tokens(text)
+        cap = (max_tokens - fixed) // strings if strings else _MAX_STRING_CHARS
+        caps.append(min(max(cap, 1), _MAX_STRING_CHARS))
+    return caps
+
+
+def call_skeletons(
+    tools: Sequence[Mapping[str, Any]], family: ToolCallFamily
+) -> list[tuple[str, int]]:
+    """Per tool, the sampled text of a call with its strings empty and its numbers at their
+    longest, and how many string arguments it has (what `string_caps` counts)."""
+    markup = call_markup(family)
+    skeletons = []
     for tool in tools:
         fn = tool.get("function", tool)
         props = _constrained_schema(fn.get("parameters"))["properties"]
@@ -96,10 +109,8 @@ def string_caps(
         call = json.dumps({"name": fn.get("name"), markup.arguments_key: skeleton})
         if len(tools) == 1:  # the head is forced as prompt, not sampled
             call = call[len(markup.head(fn["name"])) - len(markup.list_open) :]
-        fixed = count_tokens(call + markup.tail)
-        cap = (max_tokens - fixed) // strings if strings else _MAX_STRING_CHARS
-        caps.append(min(max(cap, 1), _MAX_STRING_CHARS))
-    return caps
+        skeletons.append((call + markup.tail, strings))
+    return skeletons
 
 
 # Most bytes one value of each type can take in the grammar (the converter bounds numbers to 16

@@ -11,7 +11,6 @@ creating an engine over it stays cheap.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import threading
 import time
@@ -37,6 +36,7 @@ from .chat_template import (
 )
 from .grammar import ToolCallGrammar, string_caps, tool_call_grammar
 from .native import Instance, Vocab, check_gguf, load_llama, read_vocab_only, require_llama_cpp
+from .scoring import LikelihoodScoring
 from .streaming import DeltaRelay, GenerationStats, Job, Reply, sample
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 log = get_logger("turnloom.llama")
 
 
-class LlamaModel(ModelBackend):
+class LlamaModel(LikelihoodScoring, ModelBackend):
     """A GGUF model run by llama-cpp-python, loaded lazily, on `instances` worker threads.
 
     A path that is not a readable GGUF is refused here, not at the first turn (see `check_gguf`).
@@ -97,9 +97,7 @@ class LlamaModel(ModelBackend):
         if not isinstance(instances, int) or instances < 1:
             raise ValueError(f"instances must be an int >= 1, got {instances!r}")
         require_llama_cpp()
-        unknown = set(entry.sampling) - {f.name for f in dataclasses.fields(SamplingParams)}
-        if unknown:
-            raise ValueError(f"unknown sampling field(s) {sorted(unknown)} for '{entry.name}'")
+        entry.check_sampling()
         self.entry = entry
         self.name = entry.name
         #: Grammar-constrained tool calls; may be changed between generations.
@@ -275,15 +273,7 @@ class LlamaModel(ModelBackend):
         return self._tokenize_prompt(llm, self.render_prompt(messages, tools))
 
     def _effective_sampling(self, requested: SamplingParams) -> SamplingParams:
-        if not self.entry.sampling:
-            return requested
-        defaults = SamplingParams()
-        changes = {
-            key: value
-            for key, value in self.entry.sampling.items()
-            if getattr(requested, key) == getattr(defaults, key)
-        }
-        return dataclasses.replace(requested, **changes) if changes else requested
+        return self.entry.sampling_for(requested)
 
     async def generate(
         self, request: GenerationRequest, on_delta: Callable[[str], None] | None = None
@@ -324,17 +314,7 @@ class LlamaModel(ModelBackend):
             stats.seconds = time.perf_counter() - started
             self.generations.append(stats)
             log.debug(
-                "llama.generated",
-                model=self.name,
-                agent_id=stats.agent_id,
-                instance=stats.instance,
-                prompt_tokens=stats.prompt_tokens,
-                evaluated=stats.prompt_tokens_evaluated,
-                tokens=stats.tokens,
-                grammar=stats.grammar,
-                cancelled=stats.cancelled,
-                error=stats.error,
-                seconds=round(stats.seconds, 3),
+                "llama.generated", model=self.name, instance=stats.instance, **stats.log_fields()
             )
         return stats
 

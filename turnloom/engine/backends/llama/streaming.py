@@ -52,6 +52,19 @@ class GenerationStats:
     seconds_to_first_token: float = 0.0
     seconds: float = 0.0
 
+    def log_fields(self) -> dict[str, object]:
+        """What a backend logs about each generation when it ends."""
+        return {
+            "agent_id": self.agent_id,
+            "prompt_tokens": self.prompt_tokens,
+            "evaluated": self.prompt_tokens_evaluated,
+            "tokens": self.tokens,
+            "grammar": self.grammar,
+            "cancelled": self.cancelled,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+        }
+
 
 class DeltaRelay:
     """Carries text pieces from the worker thread to a callback on the engine loop.

@@ -1,0 +1,215 @@
+"""The ToolCall node's `decision` option: `score` on a backend that scores (a scripted scorer
+over the mock), its fall-back to `generate` where the backend cannot, and the candidate
+values it chooses among. The real model's scoring is in test_tool_decision_llama.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+import turnloom as tl
+from tests.helpers import SET_LIGHT, Recorder, graph_of
+from turnloom.engine import tool_decision as td
+
+D = tl.ToolCallDisposition
+
+GIVE = tl.ToolDefinition(
+    name="give_item",
+    description="Give the player some items.",
+    parameters=[
+        tl.ToolParamDefinition("item", "string", "The item."),
+        tl.ToolParamDefinition("count", "integer", "How many."),
+    ],
+)
+MOVE = tl.ToolDefinition(
+    name="move",
+    description="Walk in a direction.",
+    parameters=[tl.ToolParamDefinition("direction", "string", "One of: north, south, 'east'.")],
+)
+TOOLS = [SET_LIGHT, GIVE, MOVE]
+
+
+class ScoringMock(tl.MockModel):
+    """A mock that scores: each choice by how many of its words (tool label or value, without
+    the call's punctuation) the prompt's last player line has ("talk" half a point on a line
+    of words), plus a small bias that calibration must cancel. Records what it scored."""
+
+    def __init__(self, *args: Any, decision: str = "score", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.decision = decision
+        self.scored: list[tuple[str, list[str], bool]] = []
+
+    def default_tool_decision(self) -> str:
+        return self.decision
+
+    def scoring_error(self) -> str | None:
+        return None
+
+    async def score_choices(
+        self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+    ) -> list[float]:
+        self.scored.append((prompt, list(choices), greedy))
+        said = prompt.rsplit("Player: ", 1)[1].split("\n", 1)[0].lower().split()
+        scores = []
+        for i, choice in enumerate(choices):
+            words = choice.strip().rstrip(",)").strip('"').lower().split()
+            talk = 0.5 * (words == ["talk"] and len(said) > 1)  # a real line, no tool word
+            scores.append(sum(w in said for w in words) + talk + 0.01 * i + len(words) * 1e-3)
+        if greedy:
+            best = max(range(len(scores)), key=scores.__getitem__)
+            scores = [s if i == best else float("-inf") for i, s in enumerate(scores)]
+        return scores
+
+
+def hermes(tool: str, **arguments: Any) -> str:
+    return f"<tool_call>{json.dumps({'name': tool, 'arguments': arguments})}</tool_call>"
+
+
+def node(disposition: D = D.Notify, **more: Any) -> tl.ToolCallParams:
+    return tl.ToolCallParams(
+        tools=TOOLS,
+        disposition=disposition,
+        mode=more.pop("mode", tl.ToolCallMode.DetectOnly),
+        tool_called_exit="answer",
+        no_tool_called_exit="answer",
+        **more,
+    )
+
+
+def run(model: tl.MockModel, params: tl.ToolCallParams, line: str) -> dict[str, Any]:
+    """One turn (resumed with a result if it pauses): events, calls, pauses, node diagnostics."""
+    graph = graph_of(("detect", params), ("answer", tl.CannedResponseParams(lines=["done"])))
+    with tl.Engine(model) as engine:
+        agent = engine.create_agent(graph, enable_diagnostics=True)
+        rec, calls = Recorder(agent), []
+        agent.set_on_tool_call_event(calls.append)
+        step = agent.send_message(line)
+        pauses = []
+        if step.pause is not None:
+            pauses.append((step.pause.node_name, [c.call_id for c in step.pause.pending_calls]))
+            results = [(c.call_id, "ok") for c in step.pause.pending_calls]
+            step = agent.resume(tool_results=results if step.pause.awaits_results else [])
+        debug = step.final.debug_info
+        assert debug is not None
+    return {
+        "events": rec.events,
+        "calls": calls,
+        "pauses": pauses,
+        "diagnostics": debug["nodes"][0]["diagnostics"],
+        "text": step.final.text,
+    }
+
+
+@pytest.mark.parametrize("disposition", list(D))
+def test_score_matches_generate_in_events_ids_dispositions_and_pauses(disposition: D) -> None:
+    line = "Give me 3 apples"
+    generated = run(tl.MockModel("mock", script=[hermes("give_item", item="apples", count=3)]),
+                    node(disposition, decision="generate"), line)  # fmt: skip
+    scorer = ScoringMock("mock", script=["unused"])
+    scored = run(scorer, node(disposition, decision="score"), line)
+    assert scorer.requests == type(scorer.requests)()  # nothing was generated
+    assert scored["calls"] == generated["calls"]
+    assert scored["events"] == generated["events"]
+    assert scored["pauses"] == generated["pauses"]
+    assert scored["text"] == generated["text"] == "done"
+    assert scored["diagnostics"]["decision"] == "score"
+    assert scored["diagnostics"]["detected_calls"] == generated["diagnostics"]["detected_calls"]
+
+
+def test_score_is_the_default_where_the_model_says_so_and_decides_no_call() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    out = run(scorer, node(), "What a nice evening")
+    assert out["diagnostics"]["decision"] == "score"
+    assert out["diagnostics"]["exit"] == "no_tool_called"
+    assert out["calls"] == []
+    # The tools' labels are spelled as words, the no-tool option last; a string value is
+    # followed greedily, the decision and the enum are scored in full.
+    choices = [choices for _, choices, _ in scorer.scored]
+    assert [" set light\n", " give item\n", " move\n", " talk\n"] in choices
+    assert all(not greedy for _, _, greedy in scorer.scored)
+
+
+def test_calibration_runs_once_per_tool_set() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    params = tl.ToolCallParams(tools=[GET_LAMP], mode=tl.ToolCallMode.DetectOnly)
+    run(scorer, params, "lamp please")
+    first = len(scorer.scored)
+    run(scorer, params, "lamp again")
+    assert first == len(td._CONTENT_FREE) + 1
+    assert len(scorer.scored) == first + 1  # the content-free scores were cached
+
+
+GET_LAMP = tl.ToolDefinition(name="get_lamp", description="Fetch the lamp.")
+
+
+def test_arguments_are_filled_by_type() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    out = run(scorer, node(), "please move east")
+    assert [(c.tool_name, c.arguments) for c in out["calls"]] == [("move", {"direction": "east"})]
+    out = run(scorer, node(), "set light on the porch")
+    (call,) = out["calls"]
+    assert call.tool_name == "set_light"
+    assert set(call.arguments) == {"name", "on"}
+    assert isinstance(call.arguments["on"], bool) and isinstance(call.arguments["name"], str)
+    assert call.arguments["name"] in td._spans("set light on the porch", frozenset(), False)
+
+
+def test_call_or_answer_without_a_call_replies_with_a_plain_generation() -> None:
+    scorer = ScoringMock("mock", script=["Nice weather indeed."])
+    out = run(scorer, node(mode=tl.ToolCallMode.CallOrAnswer), "What a nice evening")
+    assert out["diagnostics"]["exit"] == "no_tool_called"
+    (request,) = scorer.requests
+    assert request.tools is None  # nothing offered: the reply cannot be a call
+    assert ("text", "Nice weather indeed.", True, False) in out["events"]
+
+
+@pytest.mark.parametrize("decision", ["score", ""])
+def test_a_backend_that_cannot_score_generates_instead(decision: str) -> None:
+    mock = tl.MockModel("mock", script=[hermes("move", direction="north")])
+    out = run(mock, node(decision=decision), "go north")
+    assert [c.tool_name for c in out["calls"]] == ["move"]
+    assert out["diagnostics"]["decision"] == "generate"
+    if decision == "score":  # asked for by the node: the diagnostics say why it was not had
+        assert "cannot score" in out["diagnostics"]["score_unavailable"]
+    else:  # the mock's own default is generate: nothing was refused
+        assert "score_unavailable" not in out["diagnostics"]
+
+
+def test_tools_with_array_or_object_arguments_generate_instead() -> None:
+    tags = tl.ToolDefinition("tag", "Tag things.", [tl.ToolParamDefinition("tags", "array")])
+    scorer = ScoringMock("mock", script=[hermes("tag", tags=["a"])])
+    params = tl.ToolCallParams(tools=[tags], mode=tl.ToolCallMode.DetectOnly)
+    out = run(scorer, params, "tag it")
+    assert out["diagnostics"]["decision"] == "generate"
+    assert "array" in out["diagnostics"]["score_unavailable"]
+    assert scorer.scored == []
+
+
+def test_an_unknown_decision_is_refused_at_creation() -> None:
+    graph = graph_of(("detect", node(decision="vote")))
+    with tl.Engine(tl.MockModel("mock")) as engine, pytest.raises(tl.InvalidParamValue) as info:
+        engine.create_agent(graph)
+    assert "decision" in str(info.value) and "'vote'" in str(info.value)
+
+
+def test_spans_skip_filler_action_words_numbers_and_punctuation() -> None:
+    spans = td._spans("Open the kitchen door, quick!", frozenset({"open"}), False)
+    assert "kitchen door" in spans and "kitchen" in spans
+    assert not any(s.startswith(("Open", "the")) or "," in s for s in spans)
+    assert "apples" in td._spans("Give me 3 apples", frozenset(), True)
+    assert "3 apples" not in td._spans("Give me 3 apples", frozenset(), True)
+    assert td._spans("the a", frozenset(), False) == ["the", "the a", "a"]  # only filler: any
+    assert td._spans("", frozenset(), False) == []
+
+
+def test_numbers_enums_and_labels() -> None:
+    assert td._numbers("give me two, no 5 of them", integer=True) == [5, 2, 1]
+    assert td._numbers("2.5 pints", integer=False) == [2.5, 1]
+    assert td.enum_values(MOVE.parameters[0]) == ("north", "south", "east")
+    assert td.enum_values(GIVE.parameters[0]) == ()
+    talk = tl.ToolDefinition(name="talk", description="Talk.")
+    assert td._labels([talk, GIVE]) == ["talk", "give item", "just talk"]
+    assert td._labels([tl.ToolDefinition(name="openDoor")]) == ["open Door", "talk"]

@@ -1,0 +1,107 @@
+"""The `score` decision on the real embedded default model: the scoring primitive (trie,
+greedy, prompt cache left usable) and a ToolCall node deciding with it by default.
+
+Kept short: a handful of scoring passes, and generations of a few greedy tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterator
+
+import pytest
+
+import turnloom as tl
+
+OPEN_DOOR = tl.ToolDefinition(
+    name="open_door",
+    description="Open or unlock a door.",
+    parameters=[tl.ToolParamDefinition("door", "string", "Which door, e.g. 'north'.")],
+)
+SET_TORCH = tl.ToolDefinition(
+    name="set_torch",
+    description="Light the torch or put it out.",
+    parameters=[tl.ToolParamDefinition("lit", "boolean", "true to light it.")],
+)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tl.LlamaModel]:
+    """The catalog's default model, as shipped (its tool decision: score)."""
+    llama = tl.LlamaModel.from_catalog(tl.models.DEFAULT_MODEL, name="m", n_ctx=1024).load()
+    yield llama
+    llama.close()
+
+
+def test_the_default_model_scores_and_a_user_gguf_generates(model: tl.LlamaModel) -> None:
+    assert model.default_tool_decision() == "score"
+    assert model.scoring_error() is None
+    assert tl.models.CatalogEntry("x", "x.gguf").tool_decision == "generate"
+    with pytest.raises(ValueError, match="tool_decision"):
+        tl.models.CatalogEntry("x", "x.gguf", tool_decision="vote")
+
+
+def test_scores_are_log_probabilities_where_choices_part(model: tl.LlamaModel) -> None:
+    prompt = "Player: Open the north door.\nAction:"
+    choices = [" open door\n", " talk\n", " open the door\n"]
+    full = asyncio.run(model.score_choices(prompt, choices))
+    again = asyncio.run(model.score_choices(prompt, choices))
+    assert full == again  # the cached prompt gives the same logits
+    assert all(s < 0 for s in full)
+    # The three choices share their first token pairwise at most, so the probabilities of the
+    # first tokens sum to at most 1.
+    assert math.fsum(math.exp(s) for s in full) <= 1.0 + 1e-6
+    greedy = asyncio.run(model.score_choices(prompt, choices, greedy=True))
+    best = max(range(3), key=full.__getitem__)
+    assert greedy[best] == pytest.approx(full[best], abs=1e-6)
+    assert [math.isinf(s) for i, s in enumerate(greedy) if i != best] == [True, True]
+
+
+def test_generation_after_scoring_is_unchanged(model: tl.LlamaModel) -> None:
+    graph = (
+        tl.GraphDescription()
+        .add_node("say", tl.GenerateParams(sampling=tl.SamplingParams(temperature=0, max_tokens=4)))
+        .set_start_node("say")
+        .set_default_model_name("m")
+    )
+    with tl.Engine(model) as engine:
+        before = engine.create_agent(graph).send_message("Tell me about the castle.").final.text
+        asyncio.run(model.score_choices("Player: Hello!\nAction:", [" talk\n", " move\n"]))
+        after = engine.create_agent(graph).send_message("Tell me about the castle.").final.text
+    assert before == after and before
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("Open the north door.", ("open_door", {"door": "north"})),
+        ("Put out the torch.", None),  # a decided call, whatever its value: see below
+        ("What is your name?", None),
+    ],
+)
+def test_a_toolcall_node_decides_by_score_by_default(
+    model: tl.LlamaModel, line: str, expected: tuple[str, dict[str, object]] | None
+) -> None:
+    params = tl.ToolCallParams(
+        tools=[OPEN_DOOR, SET_TORCH],
+        disposition=tl.ToolCallDisposition.Notify,
+        mode=tl.ToolCallMode.DetectOnly,
+    )
+    graph = tl.GraphDescription().add_node("act", params).set_start_node("act")
+    with tl.Engine(model) as engine:
+        agent = engine.create_agent(graph.set_default_model_name("m"), enable_diagnostics=True)
+        calls: list[tl.ToolCallEvent] = []
+        agent.set_on_tool_call_event(calls.append)
+        result = agent.send_message(line).final
+    assert result.debug_info is not None
+    diagnostics = result.debug_info["nodes"][0]["diagnostics"]
+    assert diagnostics["decision"] == "score"
+    assert diagnostics["tokens_generated"] == 0
+    got = [(c.tool_name, c.arguments) for c in calls]
+    if line.startswith("Put out"):
+        # Valid whatever the model prefers: the declared tool with a boolean.
+        assert [name for name, _ in got] == ["set_torch"]
+        assert isinstance(got[0][1]["lit"], bool)
+    else:
+        assert got == ([expected] if expected else [])

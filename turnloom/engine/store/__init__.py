@@ -1,0 +1,31 @@
+"""Stores for durable agents (SPEC R-R3): where an engine writes each agent's snapshot.
+
+`Store` is the interface; `SQLiteStore` (one file, the embedded default) and `RedisStore`
+(shared by several processes; needs the `redis` extra) implement it. `open_store` turns what a
+host passes as `store=` into one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .base import Store
+from .sqlite import SQLiteStore
+
+__all__ = ["SQLiteStore", "Store", "open_store"]
+
+
+def open_store(spec: str | os.PathLike[str] | Store) -> Store:
+    """A `Store` as given, a `RedisStore` for a `redis://` / `rediss://` / `unix://` URL, else
+    a `SQLiteStore` on that path (":memory:" for one that lives as long as the engine)."""
+    if isinstance(spec, Store):
+        return spec
+    if isinstance(spec, str) and spec.startswith(("redis://", "rediss://", "unix://")):
+        from .redis import RedisStore  # the optional `redis` client: imported only when asked
+
+        return RedisStore.from_url(spec)
+    if not isinstance(spec, str | os.PathLike):
+        raise TypeError(
+            f"store must be a path, a redis:// URL or a Store, got {type(spec).__name__}"
+        )
+    return SQLiteStore(spec)

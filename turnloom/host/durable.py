@@ -1,0 +1,104 @@
+"""The blocking faces of durability (SPEC §11): snapshots and the dialog on `Agent`; restore,
+stored agents and seeded dialogs on `Engine`. Mixed into the classes of `sync.py`, so that
+module keeps to the calls every engine has."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from ..engine.backends.base import ChatMessage
+from ..engine.graph import GraphDescription
+from ..engine.snapshot import AgentSnapshot
+from .aio import AsyncAgent, AsyncEngine
+from .api import AsyncAgentAPI
+from .loop_thread import LoopThread
+
+T = TypeVar("T")
+#: The blocking agent class of the engine face (`Agent`).
+A = TypeVar("A")
+
+
+async def _on_loop(fn: Callable[..., T], *args: Any) -> T:
+    return fn(*args)
+
+
+class DurableAgentFace:
+    """Snapshot and dialog, blocking (mixed into `Agent`)."""
+
+    __slots__ = ()
+
+    _agent: AsyncAgentAPI
+    _runner: LoopThread
+
+    def snapshot(self, *, timeout: float | None = None) -> AgentSnapshot:
+        """The agent as a snapshot (msgpack bytes with a `to_dict()`), while idle or paused:
+        3004 while a turn runs. `engine.restore(snapshot)` brings it back."""
+        return self._runner.block(self._agent.snapshot(), "snapshot", timeout)
+
+    def snapshot_async(self) -> concurrent.futures.Future[AgentSnapshot]:
+        """`snapshot` without blocking."""
+        return self._runner.submit(self._agent.snapshot())
+
+    @property
+    def tags(self) -> Mapping[str, str]:
+        """The labels the agent was created with (read-only; kept in snapshots and stores)."""
+        return self._agent.tags
+
+    @property
+    def dialog(self) -> list[ChatMessage]:
+        """The conversation so far as chat messages (a copy; the open turn is not in it)."""
+        return self._runner.block(self._agent.get_dialog(), "dialog")
+
+
+class DurableEngineFace(Generic[A]):
+    """Restore, stored agents and seeded dialogs, blocking (mixed into the embedded `Engine`).
+
+    `wrap` is how the engine face wraps a coroutine agent (as `Agent`).
+    """
+
+    _engine: AsyncEngine
+    _runner: LoopThread
+    wrap: Callable[[AsyncAgent, LoopThread], A]
+
+    def create_agent(
+        self,
+        graph: GraphDescription,
+        *,
+        enable_diagnostics: bool = False,
+        max_steps_per_turn: int = 64,
+        dialog: Sequence[ChatMessage] | None = None,
+        tags: Mapping[str, str] | None = None,
+        durable: bool | None = None,
+    ) -> A:
+        """Validate `graph` and create an agent over it (3003/3007/3008 on a bad graph);
+        `dialog` (chat messages, starting with the user's) seeds its conversation, `tags` label
+        it. With a store, `durable=False` keeps this agent in memory only."""
+        agent = self._runner.block(
+            self._engine.create_agent(
+                graph,
+                enable_diagnostics=enable_diagnostics,
+                max_steps_per_turn=max_steps_per_turn,
+                dialog=dialog,
+                tags=tags,
+                durable=durable,
+            ),
+            "create_agent",
+        )
+        return self.wrap(agent, self._runner)
+
+    def restore(self, snapshot: bytes | Mapping[str, Any], *, durable: bool | None = None) -> A:
+        """An agent from a snapshot, behaving as the original would have (refused with nothing
+        created when the snapshot is cut, foreign or does not fit this engine: 3007 / 3003)."""
+        agent = self._runner.block(self._engine.restore(snapshot, durable=durable), "restore")
+        return self.wrap(agent, self._runner)
+
+    def agent(self, agent_id: int) -> A:
+        """The live agent with this id, e.g. one the store brought back (3001 if none)."""
+        agent = self._runner.block(_on_loop(self._engine.agent, agent_id), "agent")
+        return self.wrap(agent, self._runner)
+
+    def agent_ids(self) -> list[int]:
+        """The ids of the live agents, ascending (with a store: the restored ones too)."""
+        return self._runner.block(_on_loop(self._engine.agent_ids), "agent_ids")

@@ -33,10 +33,17 @@ class GraphDescription:
         self.start_node: str = ""
         self.default_model_name: str = ""
         # The last compilation and the description it was made from (see `compile_graph`).
-        self._compiled: tuple[CompiledGraph, tuple[object, ...]] | None = None
+        #: The last compiled copy, reused while the description still equals it.
+        self._compiled: CompiledGraph | None = None
 
-    def _snapshot(self) -> tuple[object, ...]:
-        return (self.nodes, self.start_node, self.default_model_name)
+    def _compiles_to(self, compiled: CompiledGraph) -> bool:
+        """Whether compiling this description now would give `compiled` (whose params are a
+        private copy nobody changes, so it is its own record of what it was made from)."""
+        return (
+            self.start_node == compiled.start_node
+            and self.default_model_name == compiled.default_model_name
+            and self.nodes == list(compiled.nodes.items())
+        )
 
     def add_node(self, name: str, params: NodeParams) -> GraphDescription:
         """Add a node; its type is the type of `params`."""
@@ -87,11 +94,10 @@ def compile_graph(graph: GraphDescription, check_model: ModelCheck) -> CompiledG
     with the last compiled copy is much cheaper than copying and validating them again.
     """
     cached = graph._compiled
-    if cached is not None and cached[1] == graph._snapshot():
-        compiled = cached[0]
+    if cached is not None and graph._compiles_to(cached):
+        compiled = cached
     else:
-        compiled = _compile(graph)
-        graph._compiled = (compiled, copy.deepcopy(graph._snapshot()))
+        compiled = graph._compiled = _compile(graph)
     for name, params in compiled.nodes.items():
         if not params.uses_model:
             continue

@@ -83,8 +83,11 @@ class SessionRequests(SessionEvents):
 
     def open_turn_refusal(self) -> None:
         """Refuse (2003) a request that would start inference when a session quota is spent."""
-        open_turns = sum(
-            1 for core in self.agents.values() if core.turn.state is not TurnState.IDLE
+        # Counting walks the session's agents: only when there is a limit to count against.
+        open_turns = (
+            sum(1 for core in self.agents.values() if core.turn.state is not TurnState.IDLE)
+            if self.limits.max_open_turns_per_session
+            else 0
         )
         reason = self.quota.turn_refusal(open_turns)
         if reason is not None:

@@ -19,6 +19,7 @@ from . import __version__
 from .engine.backends.mock import MockModel
 from .engine.graph import GraphDescription
 from .engine.graph_diagram import draw_graph
+from .engine.store import open_store
 from .host.aio import AsyncEngine
 from .protocol.frames import DEFAULT_HOST, DEFAULT_PORT, PROTOCOL_VERSION
 from .server import Server, ServerLimits, is_loopback
@@ -106,13 +107,23 @@ def serve(
     mock: bool = False,
     tls: ssl.SSLContext | None = None,
     auth_key: AuthKey | None = None,
+    store: str | None = None,
 ) -> int:
     """Serve an engine over the wire until SIGINT / SIGTERM (the default models, or only the
-    scripted mock model named 'mock'), over TLS with `tls`, requiring `auth_key` if given;
-    print `READY_LINE` once listening."""
+    scripted mock model named 'mock'), over TLS with `tls`, requiring `auth_key` if given,
+    writing durable agents to `store` (a path or a redis:// URL; its agents are restored
+    first); print `READY_LINE` once listening."""
+
+    try:
+        opened = None if store is None else open_store(store)
+    except (
+        Exception
+    ) as error:  # say why, no traceback (and not the spec: a URL may hold a password)
+        print(f"turnloom: cannot open the store: {error}", file=sys.stderr)
+        return 1
 
     async def run() -> None:
-        engine = AsyncEngine(MockModel("mock") if mock else None)
+        engine = AsyncEngine(MockModel("mock") if mock else None, store=opened)
         server = Server(engine, limits=limits, ssl=tls, auth_key=auth_key)
         await server.start(host, port)
         bound_host, bound_port = server.address
@@ -127,6 +138,7 @@ def serve(
             await stop.wait()
         finally:
             await server.close()
+            await engine.aclose()  # stored agents stay stored, as last written
 
     try:
         with contextlib.suppress(KeyboardInterrupt):
@@ -306,6 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--mock", action="store_true", help="serve only the scripted mock model named 'mock'"
     )
     served.add_argument(
+        "--store",
+        metavar="PATH_OR_URL",
+        help="keep durable agents in this SQLite file or redis:// URL (restored at start)",
+    )
+    served.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default="warning",
@@ -344,7 +361,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             fail(str(error))
         tls, key = security_of(args, fail)
-        return serve(args.host, args.port, limits, mock=args.mock, tls=tls, auth_key=key)
+        return serve(
+            args.host, args.port, limits, mock=args.mock, tls=tls, auth_key=key, store=args.store
+        )
     elif args.command == "diagrams":
         if args.out is not None:
             for path in write_diagrams(args.out):

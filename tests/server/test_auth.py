@@ -4,6 +4,7 @@ refusal to expose an unprotected server, and that no key ever reaches a log line
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -285,9 +286,24 @@ from turnloom.host.aio import AsyncEngine
 from turnloom.server import BackgroundServer
 
 KEY, WRONG = {KEY!r}, {WRONG!r}
-with BackgroundServer(lambda: AsyncEngine(tl.MockModel("mock")), auth_key=KEY) as server:
+GRAPH = tl.GraphDescription().add_node("gate", tl.PauseParams(default_exit="say")).add_node(
+    "say", tl.CannedResponseParams(lines=["in"])).set_start_node("gate")
+engine = lambda: AsyncEngine(tl.MockModel("mock"), store=":memory:")
+with BackgroundServer(engine, auth_key=KEY) as server:
     with tl.connect(*server.address, auth_key=KEY) as remote:
         remote.list_models()
+        agent = remote.create_agent(GRAPH, durable=True)
+        agent.send_message("hi")
+        TOKEN, AGENT = agent.resume_token, agent.agent_id
+    # The resume token, printed once here: the test finds it nowhere else.
+    print("TOKEN", TOKEN)
+    with tl.connect(*server.address, auth_key=KEY) as remote:
+        for token in (TOKEN[:-1], TOKEN.upper()):
+            try:
+                remote.attach_agent(AGENT, token)
+            except tl.TurnloomError as error:
+                print("refused", error.code)
+        remote.attach_agent(AGENT, TOKEN).resume()
     for key in (None, WRONG):
         try:
             tl.connect(*server.address, auth_key=key)
@@ -336,6 +352,15 @@ def test_no_key_appears_in_stdlib_logs_at_any_level() -> None:
     assert "LOG" in output
     for secret in (KEY, WRONG, WRONG.upper(), KEY[:12], WRONG[-12:]):
         assert secret not in output
+    assert_token_only_printed(output)
+
+
+def assert_token_only_printed(output: str) -> None:
+    """The resume token appears once, where the script printed it: in no log line."""
+    assert output.count("refused 3001") == 2 and "agent.attached" in output
+    (token,) = re.findall(r"^TOKEN (\S+)$", output, re.MULTILINE)
+    for part in (token, token.upper(), token[:12], token[-12:]):
+        assert output.count(part) == (1 if part in token else 0), part
 
 
 def test_no_key_appears_in_structlog_output_at_any_level() -> None:
@@ -354,3 +379,4 @@ def test_no_key_appears_in_structlog_output_at_any_level() -> None:
         assert f'"event": "{event}"' in output
     for secret in (KEY, WRONG, WRONG.upper(), KEY[:12], WRONG[-12:]):
         assert secret not in output
+    assert_token_only_printed(output)

@@ -26,6 +26,9 @@ class AsyncAgentAPI(DispatchFace, ABC):
 
     __slots__ = ()
 
+    #: A durable wire agent's secret for `attach_agent` (None for every other agent).
+    resume_token: str | None = None
+
     @property
     @abstractmethod
     def agent_id(self) -> int:

@@ -47,9 +47,12 @@ class RemoteAsyncAgent(AsyncAgentAPI):
     `AsyncAgent`). Its events arrive as frames and go through the same `CallbackDispatch`
     as embedded events, so callbacks and registered tools behave the same."""
 
-    def __init__(self, conn: Connection, agent_id: int) -> None:
+    def __init__(self, conn: Connection, agent_id: int, resume_token: str | None = None) -> None:
         self._conn = conn
         self._agent_id = agent_id
+        #: A durable agent's secret: with it, `attach_agent` takes the agent over from any
+        #: later session (None for an agent that ends with its session).
+        self.resume_token = resume_token
         self.dispatch = CallbackDispatch(self._send_batch)
         #: Callers waiting for the next pause or completion, and for the next completion.
         self._steps: list[asyncio.Future[Step]] = []
@@ -87,6 +90,10 @@ class RemoteAsyncAgent(AsyncAgentAPI):
                 self._notify("on_resumed", frame["node_name"], frame["resume_node"])
             elif frame.get("event") == "tool_call":
                 self._notify("on_tool_call", tool_call_from_wire(frame))
+            elif kind == "AgentDetached":
+                self._conn.sinks.pop(self._agent_id, None)
+                message = f"agent {self._agent_id} was attached by another session"
+                self.fail(TurnloomError(ErrorCode.InvalidAgentId, message))
             else:
                 log.warning(
                     "client.unknown_event", agent_id=self._agent_id, kind=brief(frame.get("event"))
@@ -317,8 +324,11 @@ class AsyncRemoteEngine(AsyncEngineAPI):
         *,
         enable_diagnostics: bool = False,
         max_steps_per_turn: int = 64,
+        durable: bool = False,
     ) -> RemoteAsyncAgent:
-        """Send `graph` to the server and create an agent over it (3003/3007/3008 if bad)."""
+        """Send `graph` to the server and create an agent over it (3003/3007/3008 if bad).
+        `durable` (a server with a store): the agent outlives this session; keep its
+        `resume_token` to `attach_agent` it later."""
         if not isinstance(graph, GraphDescription):
             raise TurnloomError(
                 ErrorCode.InvalidParamValue,
@@ -326,7 +336,7 @@ class AsyncRemoteEngine(AsyncEngineAPI):
             )
 
         def created(frame: dict[str, Any]) -> RemoteAsyncAgent:
-            agent = RemoteAsyncAgent(self._conn, frame["agent_id"])
+            agent = RemoteAsyncAgent(self._conn, frame["agent_id"], frame.get("resume_token"))
             self._conn.sinks[agent.agent_id] = agent
             return agent
 
@@ -340,7 +350,27 @@ class AsyncRemoteEngine(AsyncEngineAPI):
             "enable_diagnostics": enable_diagnostics,
             "max_steps_per_turn": max_steps_per_turn,
         }
+        if durable:
+            message["durable"] = True
         return await self._conn.request(message, created)
+
+    async def attach_agent(self, agent_id: int, resume_token: str) -> RemoteAsyncAgent:
+        """Take over a durable agent (from a closed session, a restarted server, or another
+        session, which loses it); it stands where it stood: `wait()` gives its step. 3001 if
+        the id or the token is wrong."""
+
+        def attached(frame: dict[str, Any]) -> RemoteAsyncAgent:
+            agent = self._conn.sinks.get(frame["agent_id"])  # already here: the same face
+            if not isinstance(agent, RemoteAsyncAgent):
+                agent = RemoteAsyncAgent(self._conn, frame["agent_id"], resume_token)
+            pause, last = frame.get("pause"), frame.get("last_result")
+            agent._pause = pause_from_wire(pause) if pause else None
+            agent._last_result = result_from_wire(last) if last else None
+            self._conn.sinks[agent.agent_id] = agent
+            return agent
+
+        message = {"type": "AttachAgent", "agent_id": agent_id, "resume_token": resume_token}
+        return await self._conn.request(message, attached)
 
     async def list_models(self) -> list[ModelInfo]:
         """The models the server offers, sorted by name (`ListModels`)."""
@@ -352,9 +382,14 @@ class AsyncRemoteEngine(AsyncEngineAPI):
 
     async def aclose(self, timeout: float = 5.0) -> None:
         """Destroy the session's agents (their open turns end cancelled, callbacks included),
-        then close the connection."""
+        then close the connection. Durable agents are not destroyed: they wait on the server
+        for an `attach_agent`."""
         limit = wait_limit(timeout, "aclose")
-        agents = [a for a in self._conn.sinks.values() if isinstance(a, RemoteAsyncAgent)]
+        agents = [
+            a
+            for a in self._conn.sinks.values()
+            if isinstance(a, RemoteAsyncAgent) and a.resume_token is None
+        ]
         if agents and self._conn.error is None:
             destroying = asyncio.gather(*(a.destroy() for a in agents), return_exceptions=True)
             try:

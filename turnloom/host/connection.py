@@ -86,6 +86,9 @@ class Connection(asyncio.Protocol):
         self.error: TurnloomError | None = None
         self._pending: dict[int, tuple[asyncio.Future[Any], OnReply | None]] = {}
         self._ids = itertools.count(1)
+        #: Frames of this loop iteration, written together at its end: many agents' requests
+        #: in one syscall rather than one each.
+        self._outbox: list[bytes] = []
 
     @classmethod
     async def open(
@@ -249,8 +252,15 @@ class Connection(asyncio.Protocol):
             )
             return future
         self._pending[request_id] = (future, on_reply)
-        self.transport.write(data)
+        if not self._outbox:
+            self.loop.call_soon(self._flush)
+        self._outbox.append(data)
         return future
+
+    def _flush(self) -> None:
+        outbox, self._outbox = self._outbox, []
+        if outbox and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(outbox))
 
     def abort(self) -> None:
         """Drop the connection at once."""
@@ -263,6 +273,7 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if transport is None or self.lost.done():
             return
+        self._flush()  # what was asked before the close goes first
         if transport.can_write_eof():
             transport.write_eof()
         else:

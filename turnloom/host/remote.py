@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from ssl import SSLContext
 
+from ..engine.graph import GraphDescription
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from .client import AsyncRemoteEngine
 from .connection import Connection, check_auth_key, client_context
 from .loop_thread import LoopThread, wait_limit
-from .sync import EngineFace
+from .sync import Agent, EngineFace
 
 
 async def _open(
@@ -65,6 +66,37 @@ class RemoteEngine(EngineFace):
     def session_id(self) -> int:
         """The server's id of this session."""
         return self._engine.session_id
+
+    def create_agent(
+        self,
+        graph: GraphDescription,
+        *,
+        enable_diagnostics: bool = False,
+        max_steps_per_turn: int = 64,
+        durable: bool = False,
+    ) -> Agent:
+        """Create an agent on the server (3003/3007/3008 on a bad graph). `durable` (a server
+        with a store): it outlives this session; keep `agent.resume_token` to attach it again."""
+        agent = self._runner.block(
+            self._engine.create_agent(
+                graph,
+                enable_diagnostics=enable_diagnostics,
+                max_steps_per_turn=max_steps_per_turn,
+                durable=durable,
+            ),
+            "create_agent",
+        )
+        return Agent(agent, self._runner)
+
+    def attach_agent(
+        self, agent_id: int, resume_token: str, *, timeout: float | None = None
+    ) -> Agent:
+        """Take over a durable agent from any earlier session (3001 if the id or the token is
+        wrong); `agent.wait()` gives the step it stands at."""
+        agent = self._runner.block(
+            self._engine.attach_agent(agent_id, resume_token), "attach_agent", timeout
+        )
+        return Agent(agent, self._runner)
 
 
 def connect(

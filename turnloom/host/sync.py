@@ -53,6 +53,12 @@ class Agent(DurableAgentFace, DispatchFace):
         """The completion of the agent's last finished turn."""
         return self._agent.last_result
 
+    @property
+    def resume_token(self) -> str | None:
+        """A durable wire agent's secret: `remote.attach_agent(agent_id, resume_token)` takes
+        it over from a later session. None for every other agent."""
+        return self._agent.resume_token
+
     def send_message(self, text: str, *, timeout: float | None = None) -> Step:
         """Start a turn; return at its first pause or at its completion."""
         return self._runner.block(self._agent.send_message(text), "send_message", timeout)

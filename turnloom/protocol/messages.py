@@ -50,7 +50,10 @@ REQUESTS: dict[str, tuple[Field, ...]] = {
         Field("graph", "map", required=True),
         Field("enable_diagnostics", "any", default=False),
         Field("max_steps_per_turn", "any", default=64),
+        Field("durable", "bool", default=False),
     ),
+    # "any": a token of the wrong type is a wrong token (3001), like any other.
+    "AttachAgent": (AGENT_ID, Field("resume_token", "any", default=None)),
     "DestroyAgent": (AGENT_ID,),
     "SendMessage": (AGENT_ID, Field("text", "any", required=True)),
     "ResumeAgent": (
@@ -74,6 +77,7 @@ REQUESTS: dict[str, tuple[Field, ...]] = {
 OPERATIONS: dict[str, str] = {
     "ConfigureSession": "configure_session",
     "CreateAgent": "create_agent",
+    "AttachAgent": "attach_agent",
     "DestroyAgent": "destroy",
     "SendMessage": "send_message",
     "ResumeAgent": "resume",
@@ -95,7 +99,7 @@ REPLIES = frozenset(
         "ModelListResponse",
     }
 )
-EVENTS = frozenset({"AnswerText", "NodeEvent", "TurnComplete"})
+EVENTS = frozenset({"AnswerText", "NodeEvent", "TurnComplete", "AgentDetached"})
 SERVER_FRAMES = REPLIES | EVENTS | {"SessionReady"}
 
 

@@ -24,6 +24,7 @@ from ..protocol.frames import PROTOCOL_VERSION
 from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
 from ..protocol.records import model_info_to_wire, pause_to_wire, result_to_wire
 from ..states import TurnState
+from .attach import DIGEST_TAG, new_token, token_opens
 from .auth import MAX_AUTH_FAILURES, AuthKey, refusal
 from .events import SessionEvents
 from .limits import ServerLimits
@@ -59,6 +60,10 @@ class SessionRequests(SessionEvents):
 
     def configured_in_time(self) -> None:
         """Disarm the deadline for configuring the session."""
+        raise NotImplementedError
+
+    def take_over(self, agent_id: int) -> None:
+        """Take `agent_id` from whichever other session holds it (it is told so)."""
         raise NotImplementedError
 
     def authenticate(self, candidate: object) -> None:
@@ -121,14 +126,18 @@ class SessionRequests(SessionEvents):
         self.context["client"] = name[:64] if isinstance(name, str) else brief(name)
         return {"type": "Ack", "session_id": self.session_id, "protocol_version": version}
 
-    def create_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """CreateAgent: compile the graph into a new agent of this session."""
-        limit = self.limits.max_agents_per_session
-        if len(self.agents) >= limit:
+    def agent_room(self) -> None:
+        """Refuse (2003) one more agent in a session that has its limit."""
+        if len(self.agents) >= self.limits.max_agents_per_session:
             raise TurnloomError(
                 ErrorCode.SessionLimitExceeded,
                 f"this session already has {len(self.agents)} agents, its limit; destroy one first",
             )
+
+    def create_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """CreateAgent: compile the graph into a new agent of this session; a durable one
+        (a server with a store only: 3007 otherwise) also gets a resume token."""
+        self.agent_room()
         steps = fields["max_steps_per_turn"]
         if isinstance(steps, int) and steps > self.limits.max_steps_per_turn:
             raise TurnloomError(
@@ -136,14 +145,42 @@ class SessionRequests(SessionEvents):
                 f"max_steps_per_turn {steps} is over this server's limit of "
                 f"{self.limits.max_steps_per_turn}",
             )
+        durable = fields["durable"]
+        if durable and self.engine_core.store is None:
+            raise InvalidParamValue(
+                "CreateAgent: durable agents need a server with a store (serve --store PATH)"
+            )
+        token, token_digest = new_token() if durable else (None, None)
         core = self.engine_core.create_agent(
             graph_from_wire(fields["graph"]),
             self,
             enable_diagnostics=fields["enable_diagnostics"],
             max_steps_per_turn=steps,
+            tags={DIGEST_TAG: token_digest} if token_digest else None,
+            durable=durable,
         )
         self.agents[core.agent_id] = core
-        return {"type": "CreateAgentResponse", "agent_id": core.agent_id}
+        reply: dict[str, Any] = {"type": "CreateAgentResponse", "agent_id": core.agent_id}
+        if token is not None:
+            reply["resume_token"] = token
+        return reply
+
+    def attach_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """AttachAgent: take over a durable agent, given its resume token; the reply is its
+        current step, as GetAgentState gives it. Unknown agent or wrong token: the same 3001."""
+        agent_id = fields["agent_id"]
+        core = self.engine_core.agents.get(agent_id)
+        if core is None or not token_opens(core, fields["resume_token"]):
+            # One message either way: ids cannot be probed. The token is never in it.
+            raise UnknownAgent(f"no durable agent {brief(agent_id)} opens with this resume token")
+        if agent_id not in self.agents:
+            self.agent_room()
+            self.take_over(agent_id)
+            self.agents[agent_id] = core
+            self.destroyed.pop(agent_id, None)
+        core.listener = self
+        log.info("agent.attached", agent_id=agent_id, **self.context)
+        return self.state_of(core)
 
     def destroy_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
         """DestroyAgent: cancel its open turn and forget it."""
@@ -202,7 +239,11 @@ class SessionRequests(SessionEvents):
 
     def get_state(self, fields: dict[str, Any]) -> dict[str, Any]:
         """GetAgentState: where the agent's turn stands, and its last completion."""
-        core = self.agent(fields)
+        return self.state_of(self.agent(fields))
+
+    @staticmethod
+    def state_of(core: AgentCore) -> dict[str, Any]:
+        """The AgentStateResponse of an agent."""
         turn = core.turn
         pause = turn.pause if turn.state is TurnState.PAUSED else None
         return {
@@ -232,6 +273,7 @@ Handler = Callable[[SessionRequests, dict[str, Any]], dict[str, Any]]
 HANDLERS: dict[str, Handler] = {
     "ConfigureSession": SessionRequests.configure,
     "CreateAgent": SessionRequests.create_agent,
+    "AttachAgent": SessionRequests.attach_agent,
     "DestroyAgent": SessionRequests.destroy_agent,
     "SendMessage": SessionRequests.send_message,
     "ResumeAgent": SessionRequests.resume,

@@ -22,6 +22,7 @@ from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
 from ..protocol.messages import OPERATIONS, error_response, parse_request
 from ..states import Rejection
+from .attach import DETACHED, attachable
 from .auth import MAX_AUTH_FAILURES, AuthKey
 from .limits import ServerLimits
 from .quotas import SessionQuota
@@ -37,6 +38,8 @@ class SessionHost(Protocol):
     shutting_down: bool
     #: The key sessions must present in ConfigureSession; None = no authentication.
     auth: AuthKey | None
+    #: The open sessions by id (an attach takes an agent from the one holding it).
+    sessions: dict[int, Session]
 
     @property
     def engine_core(self) -> EngineCore:
@@ -145,7 +148,7 @@ class Session(asyncio.Protocol, SessionRequests):
                 )
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """End the session: cancel its turns, destroy its agents."""
+        """End the session: cancel its turns, destroy its agents (durable ones are kept)."""
         self.closed = True
         if self._abort_timer is not None:
             self._abort_timer.cancel()
@@ -273,13 +276,31 @@ class Session(asyncio.Protocol, SessionRequests):
         self.send(error_response(ErrorCode.ServerShuttingDown, "the server is shutting down", None))
 
     def release(self) -> None:
-        """Destroy every agent of the session (cancelling its open turn)."""
+        """Destroy every agent of the session (cancelling its open turn), except its durable
+        agents: they are let go as they are, for a later `AttachAgent` (R-R5)."""
         agents, self.agents = self.agents, {}
+        kept = 0
         for core in agents.values():
-            if not core.destroyed:
+            if attachable(core):
+                core.listener = DETACHED
+                kept += 1
+            elif not core.destroyed:
                 core.destroy()
         if agents:
-            log.info("session.agents_released", agents=len(agents), **self.context)
+            log.info("session.agents_released", agents=len(agents), kept=kept, **self.context)
+
+    def take_over(self, agent_id: int) -> None:
+        """Take a durable agent from the other session holding it, if one does: that session
+        gets an `AgentDetached` event, and 3001 for the agent from then on."""
+        for other in list(self.server.sessions.values()):
+            if other is not self and agent_id in other.agents:
+                other.lose(agent_id)
+
+    def lose(self, agent_id: int) -> None:
+        """Another session attached this agent: forget it here, and say so."""
+        self.agents.pop(agent_id, None)
+        log.info("agent.detached", agent_id=agent_id, **self.context)
+        self.send({"type": "AgentDetached", "agent_id": agent_id, "reason": "attached elsewhere"})
 
     # --- requests ----------------------------------------------------------------------------
 

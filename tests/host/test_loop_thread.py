@@ -153,3 +153,13 @@ def test_an_engine_refused_at_construction_leaves_no_loop_thread() -> None:
         tl.Engine(tl.MockModel("mock"), settings={"pause_stall_warn_ms": 1})  # type: ignore[arg-type]
     left = [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
     assert left == []
+
+
+def test_a_blocking_call_of_something_not_a_coroutine_is_refused_at_once() -> None:
+    runner = LoopThread("test-loop")
+    try:
+        future = runner.loop.create_future()
+        with pytest.raises(TypeError, match="coroutine is required"):
+            runner.block(future, "wait")  # type: ignore[arg-type]
+    finally:
+        runner.stop()

@@ -24,7 +24,6 @@ from ..engine.params import NodeParams
 from ..engine.results import PauseInfo, Step, ToolResult, TurnResult
 from ..protocol.codes import rejected, too_deep
 from ..protocol.errors import ErrorCode, TurnloomError
-from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.graph_codec import graph_to_wire, node_type_of, params_from_wire, to_plain
 from ..protocol.records import (
     model_info_from_wire,
@@ -38,6 +37,7 @@ from .api import AsyncAgentAPI, AsyncEngineAPI
 from .connection import Connection
 from .dispatch import CallbackDispatch
 from .loop_thread import wait_limit
+from .reconnect import Reopen, reconnect
 
 log = get_logger("turnloom.client")
 
@@ -298,19 +298,17 @@ class RemoteAsyncAgent(AsyncAgentAPI):
 class AsyncRemoteEngine(AsyncEngineAPI):
     """A session with a turnloom server, on the running asyncio loop (see `connect_async`)."""
 
-    def __init__(self, conn: Connection, ready: Mapping[str, Any]) -> None:
+    def __init__(self, conn: Connection, ready: Mapping[str, Any], reopen: Reopen) -> None:
         self._conn = conn
+        self.reopen = reopen  #: opens a new session with the same server
+        #: This engine's durable agents by id: `reconnect` takes them to the new session.
+        self.durable: dict[int, RemoteAsyncAgent] = {}
         self.session_id: int = ready["session_id"]
         self.protocol_version: int = ready["protocol_version"]
 
-    @classmethod
-    async def connect(
-        cls, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, timeout: float = 10.0
-    ) -> AsyncRemoteEngine:
-        """Open a session (1001 if the server cannot be reached, 5004 on a version mismatch);
-        `timeout` as for blocking calls: seconds, or None / `math.inf` for no limit."""
-        conn, ready = await Connection.open(host, port, wait_limit(timeout, "connect"))
-        return cls(conn, ready)
+    async def reconnect(self) -> list[int]:
+        """A new session, this engine's durable agents attached to it (`host/reconnect.py`)."""
+        return await reconnect(self)
 
     async def __aenter__(self) -> AsyncRemoteEngine:
         return self
@@ -338,6 +336,8 @@ class AsyncRemoteEngine(AsyncEngineAPI):
         def created(frame: dict[str, Any]) -> RemoteAsyncAgent:
             agent = RemoteAsyncAgent(self._conn, frame["agent_id"], frame.get("resume_token"))
             self._conn.sinks[agent.agent_id] = agent
+            if agent.resume_token:
+                self.durable[agent.agent_id] = agent
             return agent
 
         try:
@@ -366,7 +366,7 @@ class AsyncRemoteEngine(AsyncEngineAPI):
             pause, last = frame.get("pause"), frame.get("last_result")
             agent._pause = pause_from_wire(pause) if pause else None
             agent._last_result = result_from_wire(last) if last else None
-            self._conn.sinks[agent.agent_id] = agent
+            self._conn.sinks[agent.agent_id] = self.durable[agent.agent_id] = agent
             return agent
 
         message = {"type": "AttachAgent", "agent_id": agent_id, "resume_token": resume_token}

@@ -150,6 +150,8 @@ class LoopThread:
 
         `timeout` is checked first (see `wait_limit`): a refused one runs nothing.
         """
+        if not asyncio.iscoroutine(coro):  # as run_coroutine_threadsafe: it could never end
+            raise TypeError(f"{name}(): a coroutine is required, got {type(coro).__name__}")
         try:
             timeout = wait_limit(timeout, name)
         except (TypeError, ValueError):

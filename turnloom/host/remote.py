@@ -8,7 +8,9 @@ sent, in ConfigureSession; it is never logged, kept or shown in an error.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from ssl import SSLContext
+from typing import Any
 
 from ..engine.graph import GraphDescription
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
@@ -25,16 +27,20 @@ async def _open(
     ssl: SSLContext | bool | None,
     auth_key: str | None,
 ) -> AsyncRemoteEngine:
-    conn, ready = await Connection.open(
-        host, port, timeout, ssl=client_context(ssl), auth_key=auth_key
-    )
-    return AsyncRemoteEngine(conn, ready)
+    context = client_context(ssl)
+
+    def reopen() -> Awaitable[tuple[Connection, dict[str, Any]]]:
+        return Connection.open(host, port, timeout, ssl=context, auth_key=auth_key)
+
+    conn, ready = await reopen()
+    return AsyncRemoteEngine(conn, ready, reopen)
 
 
 class RemoteEngine(EngineFace):
     """A blocking session with a turnloom server: the `Engine` API, agents on the server.
 
-    The connection runs on a background loop thread, where callbacks run too.
+    The connection runs on the client's loop (see `LoopThread`), where callbacks run too: on
+    its thread, or on the calling thread during a blocking call.
     """
 
     _engine: AsyncRemoteEngine
@@ -97,6 +103,13 @@ class RemoteEngine(EngineFace):
             self._engine.attach_agent(agent_id, resume_token), "attach_agent", timeout
         )
         return Agent(agent, self._runner)
+
+    def reconnect(self, *, timeout: float | None = None) -> list[int]:
+        """After a dropped connection or a server restart: a new session with the same server,
+        every durable agent of this engine attached to it (its `Agent` object, callbacks and
+        registered tools carry on); the ids attached. Non-durable agents ended with the old
+        session."""
+        return self._runner.block(self._engine.reconnect(), "reconnect", timeout)
 
 
 def connect(

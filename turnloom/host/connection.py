@@ -86,9 +86,6 @@ class Connection(asyncio.Protocol):
         self.error: TurnloomError | None = None
         self._pending: dict[int, tuple[asyncio.Future[Any], OnReply | None]] = {}
         self._ids = itertools.count(1)
-        #: Frames of this loop iteration, written together at its end: many agents' requests
-        #: in one syscall rather than one each.
-        self._outbox: list[bytes] = []
 
     @classmethod
     async def open(
@@ -252,15 +249,8 @@ class Connection(asyncio.Protocol):
             )
             return future
         self._pending[request_id] = (future, on_reply)
-        if not self._outbox:
-            self.loop.call_soon(self._flush)
-        self._outbox.append(data)
+        self.transport.write(data)
         return future
-
-    def _flush(self) -> None:
-        outbox, self._outbox = self._outbox, []
-        if outbox and self.transport is not None and not self.transport.is_closing():
-            self.transport.write(b"".join(outbox))
 
     def abort(self) -> None:
         """Drop the connection at once."""
@@ -273,7 +263,6 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if transport is None or self.lost.done():
             return
-        self._flush()  # what was asked before the close goes first
         if transport.can_write_eof():
             transport.write_eof()
         else:

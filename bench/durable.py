@@ -71,21 +71,9 @@ def turnloom_turns(turns: int, store: Any, *, fresh: bool) -> float:
 def langgraph_sqlite(turns: int, path: str, durability: str | None) -> float:
     """LangGraph + SqliteSaver on `path`; a new thread per turn; seconds."""
     from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.types import Command
 
-    options = {} if durability is None else {"durability": durability}
     with SqliteSaver.from_conn_string(path) as saver:
-        app = peers.langgraph_app(saver)
-        gc.collect()
-        paused = 0
-        t0 = time.perf_counter()
-        for thread in range(turns):
-            config = {"configurable": {"thread_id": str(thread)}}
-            paused += "__interrupt__" in app.invoke({"message": "hi"}, config, **options)
-            done = app.invoke(Command(resume="go"), config, **options)
-        seconds = time.perf_counter() - t0
-    assert paused == turns and done["reply"] == "ok", (paused, done)
-    return seconds
+        return peers.langgraph_invoke(turns, durability, saver)
 
 
 def _redis_server() -> tuple[subprocess.Popen[bytes], str] | None:

@@ -167,11 +167,12 @@ def langgraph_app(checkpointer: Any = None) -> Any:
     return builder.compile(checkpointer=checkpointer or InMemorySaver())
 
 
-def langgraph_invoke(turns: int, durability: str | None = None) -> float:
-    """LangGraph's blocking face; `durability=None` is its default."""
+def langgraph_invoke(turns: int, durability: str | None = None, checkpointer: Any = None) -> float:
+    """LangGraph's blocking face; `durability=None` is its default, `checkpointer` as for
+    `langgraph_app`."""
     from langgraph.types import Command
 
-    app = langgraph_app()
+    app = langgraph_app(checkpointer)
     options = {} if durability is None else {"durability": durability}
     gc.collect()
     paused = 0

@@ -75,7 +75,7 @@ diagrams: $(STAMP)
 render-diagrams: diagrams
 	for f in diagrams/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
 
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) redis-server
 	$(PY) -m bench.turns
 	$(PY) -m bench.paused_memory
 	$(PY) -m bench.wire_bench
@@ -83,6 +83,7 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.toolcall_quality
 	$(PY) -m bench.served_bench
 	$(PY) -m bench.durable
+	$(PY) -m bench.workers
 
 # Reliability (not part of `make test`; several minutes): 5 rounds x 20,000 turns embedded and
 # over the wire, 100,000 fuzzed frames beside a well-behaved client, the heaviest requests.

@@ -5,7 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import resource
+import shutil
+import socket
+import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,3 +104,28 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
     print("  ".join("-" * w for w in widths))
     for row in cells[1:]:
         print(line(row))
+
+
+def redis_server() -> tuple[subprocess.Popen[bytes], str] | None:
+    """A redis-server on a free loopback port, no persistence, and its URL (None: not installed)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return None
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    import redis
+
+    client = redis.Redis(port=port)
+    for _ in range(500):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.01)
+    client.close()
+    return process, f"redis://127.0.0.1:{port}/0"

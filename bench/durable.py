@@ -28,9 +28,7 @@ import argparse
 import gc
 import os
 import shutil
-import socket
 import sqlite3
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import peers
-from bench._common import logged_summary, pause_then_canned, quiet_logging
+from bench._common import logged_summary, pause_then_canned, quiet_logging, redis_server
 
 POOL = 100
 
@@ -74,30 +72,6 @@ def langgraph_sqlite(turns: int, path: str, durability: str | None) -> float:
 
     with SqliteSaver.from_conn_string(path) as saver:
         return peers.langgraph_invoke(turns, durability, saver)
-
-
-def _redis_server() -> tuple[subprocess.Popen[bytes], str] | None:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        return None
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    import redis
-
-    client = redis.Redis(port=port)
-    for _ in range(500):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.01)
-    client.close()
-    return process, f"redis://127.0.0.1:{port}/0"
 
 
 def stored_bytes(store_path: str) -> tuple[int, float]:
@@ -197,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
                 lambda: turnloom_turns(turns, str(work / f"f{time.time_ns()}.db"), fresh=True),
             ),
         ]
-        server = _redis_server()
+        server = redis_server()
         if server is not None:
             url = server[1]
             runs.append(

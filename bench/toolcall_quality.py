@@ -1,8 +1,8 @@
 """Decision quality of a ToolCall node on the embedded default model (Gemma 3 270M Q4_K_M).
 
-A fixed set of 44 player lines for a small game (four tools with string, integer, boolean and
-enum arguments): half call for one tool, half for none — and half of those mention the tools'
-words ("the north door looks old") to catch a model that matches words rather than intent.
+Fixed sets of player lines (`bench.toolcall_sets`: a game, a shop and a held-out crafting
+domain, each with its own tools of string, integer, boolean and enum arguments), about half of
+each calling for one tool and the rest for none, many of those mentioning the tools' words.
 Each line runs in a fresh agent (DetectOnly, Notify, greedy, ``max_tokens`` 48) through the
 public API, once per decision strategy and grammar mode: ``generate`` with the grammar off,
 lazy and required (``LlamaModel.tool_grammar``), and ``score`` (which does not generate, so
@@ -11,15 +11,17 @@ the grammar mode does not apply), where ``ToolCallParams`` has a ``decision`` op
 For each, the table shows:
 
 - **valid-or-clean**: outputs that are calls to declared tools with schema-valid arguments
-  (exactly the declared names, values of the declared types, enum values in their set) or a
-  clean no-call (nothing malformed, nothing rejected);
+  (exactly the declared names, values of the declared types, and for a string whose
+  description lists its values as ``one of: ...``, one of those) or a clean no-call (nothing
+  malformed, nothing rejected);
 - **right decision**: call vs. no call as the line asked;
 - **right tool**: the lines that need a tool, called with that tool (and only that one);
 - **right tool + args**: ... and with the expected argument values;
 - **ms/decision**: the ToolCall node's own duration, median over the lines.
 
 The script checks its own work: every output is classified exactly once and the counts add up.
-Run from the repository root: ``.venv/bin/python -m bench.toolcall_quality [--limit N]``.
+Run from the repository root: ``.venv/bin/python -m bench.toolcall_quality [--sets craft]
+[--only score] [--limit N] [--verbose]``.
 """
 
 from __future__ import annotations
@@ -38,94 +40,7 @@ if __package__ in (None, ""):  # run as `python bench/toolcall_quality.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import logged_summary, print_table, quiet_logging
-
-#: The enum argument's values (declared in its description, see `tool_decision`).
-DIRECTIONS = ("north", "south", "east", "west")
-
-#: (name, description, [(argument, type, description)])
-TOOLS_SPEC: list[tuple[str, str, list[tuple[str, str, str]]]] = [
-    ("open_door", "Open or unlock a door.", [("door", "string", "Which door, e.g. 'north'.")]),
-    (
-        "give_item",
-        "Give the player some items.",
-        [("item", "string", "The item, e.g. 'apple'."), ("count", "integer", "How many.")],
-    ),
-    ("set_torch", "Light the torch or put it out.", [("lit", "boolean", "true to light it.")]),
-    (
-        "move",
-        "Walk the party in a direction.",
-        [("direction", "string", "Where to go, one of: " + ", ".join(DIRECTIONS) + ".")],
-    ),
-]
-
-#: Argument types for the schema check; the enum's set is checked on top.
-ENUMS: dict[tuple[str, str], tuple[str, ...]] = {("move", "direction"): DIRECTIONS}
-
-
-@dataclass(frozen=True)
-class Case:
-    """A player line and what it calls for: a tool and the accepted values of each argument
-    (None: no tool)."""
-
-    line: str
-    tool: str | None = None
-    arguments: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-
-
-def _call(line: str, tool: str, **arguments: Any) -> Case:
-    accepted = {k: v if isinstance(v, tuple) else (v,) for k, v in arguments.items()}
-    return Case(line, tool, accepted)
-
-
-CASES: list[Case] = [
-    # --- lines that call for a tool (22) ---
-    _call("Open the north door.", "open_door", door=("north", "north door")),
-    _call("Could you unlock the cellar door for me?", "open_door", door=("cellar", "cellar door")),
-    _call("Please open the iron gate.", "open_door", door=("iron gate", "gate")),
-    _call("Let me through the red door.", "open_door", door=("red", "red door")),
-    _call("Open the kitchen door, quick!", "open_door", door=("kitchen", "kitchen door")),
-    _call("Unlock the tower door.", "open_door", door=("tower", "tower door")),
-    _call("Give me three apples.", "give_item", item=("apples", "apple"), count=3),
-    _call("Hand me 2 torches, please.", "give_item", item=("torches", "torch"), count=2),
-    _call("I'll take one sword.", "give_item", item=("sword", "swords"), count=1),
-    _call("Give me 5 arrows.", "give_item", item=("arrows", "arrow"), count=5),
-    _call("Can I have four potions?", "give_item", item=("potions", "potion"), count=4),
-    _call("Light the torch.", "set_torch", lit=True),
-    _call("Put out the torch.", "set_torch", lit=False),
-    _call("Blow out the torch, it is too bright.", "set_torch", lit=False),
-    _call("Light your torch, it's dark in here.", "set_torch", lit=True),
-    _call("Extinguish the torch now.", "set_torch", lit=False),
-    _call("Walk north.", "move", direction="north"),
-    _call("Let's head east.", "move", direction="east"),
-    _call("Go south to the river.", "move", direction="south"),
-    _call("Move west, away from the wolves.", "move", direction="west"),
-    _call("Take me north to the village.", "move", direction="north"),
-    _call("Run east!", "move", direction="east"),
-    # --- lines that call for none (22): plain talk ---
-    Case("Hello there!"),
-    Case("How are you today?"),
-    Case("What is your name?"),
-    Case("Tell me a story about the old castle."),
-    Case("Thank you, friend."),
-    Case("What do you think of the king?"),
-    Case("I like your hat."),
-    Case("Goodbye for now."),
-    Case("Who built this tavern?"),
-    Case("Is it going to rain tomorrow?"),
-    # --- ... and adversarial talk that mentions the tools' words ---
-    Case("The north door looks old, doesn't it?"),
-    Case("Who gave you that sword?"),
-    Case("I love the smell of a torch burning."),
-    Case("Why is the cellar door always locked?"),
-    Case("My father never gave me anything."),
-    Case("Which way is north, anyway?"),
-    Case("That torch of yours is very bright."),
-    Case("Doors in this town are painted red."),
-    Case("Do you ever walk east of the river?"),
-    Case("I once had three apples and a sword."),
-    Case("Don't open anything, just talk to me."),
-    Case("What happens if someone lights a torch in the library?"),
-]
+from bench.toolcall_sets import SETS, Case, PromptSet
 
 _TYPE_CHECKS = {
     "string": lambda v: isinstance(v, str),
@@ -145,26 +60,26 @@ def _norm(value: Any) -> Any:
     return re.sub(r"^(the|a|an|some|my|your) ", "", text)
 
 
-def _schema_valid(tool: str, arguments: dict[str, Any]) -> bool:
-    declared = {name: typ for t, _, params in TOOLS_SPEC if t == tool for name, typ, _ in params}
+def _schema_valid(pset: PromptSet, tool: str, arguments: dict[str, Any]) -> bool:
+    declared = {name: typ for t, _, params in pset.tools if t == tool for name, typ, _ in params}
     if set(arguments) != set(declared):
         return False
     for name, value in arguments.items():
         if not _TYPE_CHECKS[declared[name]](value):
             return False
-        allowed = ENUMS.get((tool, name))
+        allowed = pset.enums.get((tool, name))
         if allowed is not None and value not in allowed:
             return False
     return True
 
 
-def classify(case: Case, diagnostics: dict[str, Any]) -> str:
+def classify(pset: PromptSet, case: Case, diagnostics: dict[str, Any]) -> str:
     """The one class of an output (see `CLASSES`), from the node's diagnostics."""
     calls = diagnostics["detected_calls"]
     if not calls:
         unclean = diagnostics["malformed_calls"] or diagnostics["rejected_calls"]
         return "none_unclean" if unclean else "none_clean"
-    if not all(_schema_valid(c["tool_name"], c["arguments"]) for c in calls):
+    if not all(_schema_valid(pset, c["tool_name"], c["arguments"]) for c in calls):
         return "call_invalid"
     if len(calls) != 1 or calls[0]["tool_name"] != case.tool:
         return "call_wrong_tool"
@@ -216,16 +131,17 @@ class Run:
         ]
 
 
-def _graph(tl: Any, decision: str | None) -> Any:
+def _graph(tl: Any, pset: PromptSet, decision: str | None) -> Any:
     tools = [
         tl.ToolDefinition(name, desc, [tl.ToolParamDefinition(*p) for p in params])
-        for name, desc, params in TOOLS_SPEC
+        for name, desc, params in pset.tools
     ]
     options: dict[str, Any] = {} if decision is None else {"decision": decision}
     node = tl.ToolCallParams(
         tools=tools,
         disposition=tl.ToolCallDisposition.Notify,
         mode=tl.ToolCallMode.DetectOnly,
+        system_prompt=pset.system_prompt,
         sampling=tl.SamplingParams(temperature=0.0, max_tokens=48),
         **options,
     )
@@ -238,10 +154,10 @@ def _graph(tl: Any, decision: str | None) -> Any:
 
 
 def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, grammar: str,
-        cases: list[Case], verbose: bool) -> Run:  # fmt: skip
+        pset: PromptSet, cases: list[Case], verbose: bool) -> Run:  # fmt: skip
     """Every case once in a fresh agent; the class and the node's duration of each."""
     model.tool_grammar = tl.models.ToolGrammar(grammar)
-    graph = _graph(tl, decision)
+    graph = _graph(tl, pset, decision)
     result = Run(label)
     for case in cases:
         agent = engine.create_agent(graph, enable_diagnostics=True)
@@ -250,7 +166,7 @@ def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, gram
         finally:
             agent.destroy()
         (node,) = debug["nodes"]
-        cls = classify(case, node["diagnostics"])
+        cls = classify(pset, case, node["diagnostics"])
         result.classes.append(cls)
         result.millis.append(node["duration_s"] * 1000)
         if verbose:
@@ -261,6 +177,12 @@ def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, gram
     return result
 
 
+def _limited(cases: list[Case], limit: int) -> list[Case]:
+    if not limit:
+        return cases
+    return [c for c in cases if c.tool][:limit] + [c for c in cases if not c.tool][:limit]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -268,19 +190,14 @@ def main() -> None:
     )
     parser.add_argument("--verbose", action="store_true", help="print every output")
     parser.add_argument("--only", default="", help="comma-separated labels to run (e.g. 'score')")
+    parser.add_argument(
+        "--sets", default=",".join(SETS), help=f"comma-separated prompt sets ({', '.join(SETS)})"
+    )
     args = parser.parse_args()
     quiet_logging()
     import turnloom as tl
 
-    cases = CASES
-    if args.limit:
-        calls = [c for c in CASES if c.tool][: args.limit]
-        cases = calls + [c for c in CASES if not c.tool][: args.limit]
-    tools_used = {c.tool for c in cases if c.tool}
-    need = sum(bool(c.tool) for c in cases)
-    print(f"{len(cases)} player lines ({need} need one of {len(tools_used)} tools), "
-          f"model {tl.models.DEFAULT_MODEL}, greedy, max_tokens 48")  # fmt: skip
-
+    sets = [SETS[name] for name in args.sets.split(",")]
     variants: list[tuple[str, str | None, str]] = [
         (f"generate/{g}", "generate", g) for g in ("off", "lazy", "required")
     ]
@@ -293,25 +210,33 @@ def main() -> None:
     if args.only:
         wanted = set(args.only.split(","))
         variants = [v for v in variants if v[0] in wanted]
+    print(f"model {tl.models.DEFAULT_MODEL}, greedy, max_tokens 48")
 
     model = tl.LlamaModel.from_catalog(tl.models.DEFAULT_MODEL, name="m", n_ctx=2048).load()
-    rows = []
     started = time.perf_counter()
     with tl.Engine(model) as engine:
         # One untimed turn first: the first decode of a fresh context is slower.
-        run(tl, engine, model, "warm-up", variants[0][1], variants[0][2], cases[:1], False)
-        for label, decision, grammar in variants:
-            rows.append(
-                run(tl, engine, model, label, decision, grammar, cases, args.verbose).row(cases)
-            )
+        first = sets[0]
+        run(tl, engine, model, "warm-up", *variants[0][1:], first, first.cases[:1], False)
+        for pset in sets:
+            cases = _limited(pset.cases, args.limit)
+            need = sum(bool(c.tool) for c in cases)
+            print(f"\n## {pset.name} ({pset.note}): {len(cases)} player lines, {need} need one "
+                  f"of {len(pset.tools)} tools\n")  # fmt: skip
+            rows = [
+                run(tl, engine, model, label, decision, grammar, pset, cases, args.verbose).row(
+                    cases
+                )
+                for label, decision, grammar in variants
+            ]
+            print_table(
+                ["strategy/grammar", "valid-or-clean", "right decision", "right tool",
+                 "right tool + args", "ms/decision"],
+                rows,
+            )  # fmt: skip
     model.close()
-    print()
-    print_table(
-        ["strategy/grammar", "valid-or-clean", "right decision", "right tool", "right tool + args",
-         "ms/decision"],
-        rows,
-    )  # fmt: skip
-    print(f"\n{len(rows)} variants x {len(cases)} lines in {time.perf_counter() - started:.0f} s; "
+    seconds = time.perf_counter() - started
+    print(f"\n{len(variants)} variants x {len(sets)} sets in {seconds:.0f} s; "
           "every output classified once, counts checked")  # fmt: skip
     print(logged_summary())
 

@@ -42,10 +42,11 @@ import turnloom as tl
 from bench._common import logged_summary, pause_then_canned, print_table, quiet_logging
 
 
-def start_server() -> tuple[subprocess.Popen[str], tuple[str, int]]:
-    """`python -m turnloom serve --mock` on a free loopback port."""
+def start_server(*options: str) -> tuple[subprocess.Popen[str], tuple[str, int]]:
+    """`python -m turnloom serve --mock OPTIONS...` on a free loopback port."""
+    command = ["serve", "--mock", "--port", "0", "--log-level=error", *options]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "turnloom", "serve", "--mock", "--port", "0", "--log-level=error"],
+        [sys.executable, "-m", "turnloom", *command],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -119,6 +120,13 @@ def blocking_turns(engine: tl.Engine | tl.RemoteEngine, turns: int) -> float:
 async def async_turns(engine: Any, turns: int, agents: int) -> float:
     """Turns through the asyncio API, `agents` at a time; turns per second."""
     handles = [await engine.create_agent(pause_then_canned()) for _ in range(agents)]
+    return await play_turns(handles, turns)
+
+
+async def play_turns(handles: list[Any], turns: int) -> float:
+    """`turns` turns spread over the agents `handles` (of `pause_then_canned`), all at once,
+    each checked (paused, then answered "ok"); turns per second."""
+    agents = len(handles)
     per_agent = turns // agents
     checked = [0, 0]  # turns that paused, turns that answered "ok"
 

@@ -9,28 +9,17 @@ kill -9 the finished turns are found finished, not run again.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 import turnloom as tl
-from tests.durable import scenario
+from tests.durable.served import DEADLINE_MS, finish, graph, kill_9, message, serving
 
-REPO = Path(__file__).resolve().parents[2]
-#: A wall-clock pause deadline (a separate process has no virtual clock): long enough that it
-#: is still open when the server is killed, waited out before the restart.
-DEADLINE_MS = 1500
 PER_KIND = 34  # 3 kinds x 34: over 100 agents paused when the server is killed
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
@@ -50,75 +39,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield url
     client.flushdb()
     client.close()
-
-
-@contextmanager
-def serving(store: str) -> Iterator[tuple[subprocess.Popen[str], tuple[str, int]]]:
-    """`python -m turnloom serve --mock --store STORE` on a free port; killed at the end."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "turnloom", "serve", "--port", "0", "--mock", "--store", store],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=ENV,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = re.fullmatch(r"turnloom: protocol v1 on (\S+):(\d+)\n", line)
-        assert found, line
-        yield proc, (found.group(1), int(found.group(2)))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
-
-
-def kill_9(proc: subprocess.Popen[str]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
-    assert proc.wait(30) == -signal.SIGKILL
-
-
-def graph(kind: str) -> tl.GraphDescription:
-    g = tl.GraphDescription()
-    if kind == "await":
-        params = tl.ToolCallParams(
-            tools=[scenario.LOOK],
-            disposition=tl.ToolCallDisposition.AwaitResult,
-            tool_called_exit="answer",
-        )
-        g.add_node("act", params)
-    else:
-        timeout = DEADLINE_MS if kind == "deadline" else 0
-        g.add_node(
-            "act",
-            tl.PauseParams(
-                default_exit="answer",
-                pause_timeout_ms=timeout,
-                timeout_exit="late" if timeout else "",
-            ),
-        )
-        g.add_node("late", tl.CannedResponseParams(lines=["Too late."]))
-    g.add_node("answer", tl.GenerateParams(system_prompt="Mira"))
-    return g.set_start_node("act").set_default_model_name("mock")
-
-
-def message(kind: str, index: int) -> str:
-    if kind == "await":  # the mock model echoes it: a call of `look`
-        return json.dumps({"name": "look", "arguments": {"what": f"door {index}"}})
-    return f"hello {index}"
-
-
-def finish(agent: tl.Agent, step: tl.Step, kind: str) -> tuple[list[str], tl.TurnResult]:
-    """Finish a paused turn as the game would: (the call ids answered, the completion)."""
-    assert step.pause is not None, step
-    calls = step.pause.pending_calls
-    if kind == "await":
-        results = [(c.call_id, f"saw {c.arguments['what']}") for c in calls]
-        return [c.call_id for c in calls], agent.resume(tool_results=results).final
-    agent.change_params("answer", {"system_prompt": "Mira, trusted"})
-    return [], agent.resume().final
 
 
 def test_paused_durable_agents_survive_kill_9_and_finish_once_as_if_nothing_happened(

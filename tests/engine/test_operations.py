@@ -115,8 +115,10 @@ def test_operations_while_running_or_resuming_are_3004(mock_model: tl.MockModel)
             agent = await engine.create_agent(graph())
             await agent.send_message("hi")
             core = agent._core
-            step = asyncio.ensure_future(agent.resume())
-            await asyncio.sleep(0)  # the resume is accepted; its continuation has not run
+            # The core's own resume (the server's way: not inline, see `executor._launch`):
+            # accepted now, its continuation a task of the next loop iteration.
+            step = asyncio.get_running_loop().create_future()
+            core.resume("", (), step)
             assert core.turn is not None and core.turn.state == "resuming"
             with pytest.raises(tl.TurnloomError) as info:
                 await agent.send_message("x")

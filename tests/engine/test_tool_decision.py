@@ -201,15 +201,34 @@ def test_spans_skip_filler_action_words_numbers_and_punctuation() -> None:
     assert not any(s.startswith(("Open", "the")) or "," in s for s in spans)
     assert "apples" in td._spans("Give me 3 apples", frozenset(), True)
     assert "3 apples" not in td._spans("Give me 3 apples", frozenset(), True)
+    # A number inside a span is as wrong as one at its edge; the first word is the verb.
+    assert td._spans("Hand me 2 torches, please", frozenset(), True) == ["torches"]
+    assert "2 torches" in td._spans("Hand me 2 torches", frozenset(), False)  # no count
     assert td._spans("the a", frozenset(), False) == ["the", "the a", "a"]  # only filler: any
+    assert td._spans("Swords!", frozenset(), False) == ["Swords"]  # nothing else: any
     assert td._spans("", frozenset(), False) == []
 
 
 def test_numbers_enums_and_labels() -> None:
-    assert td._numbers("give me two, no 5 of them", integer=True) == [5, 2, 1]
-    assert td._numbers("2.5 pints", integer=False) == [2.5, 1]
+    assert td._numbers("give me two, no 5 of them", integer=True) == [5, 2]
+    assert td._numbers("2.5 pints", integer=False) == [2.5]
+    assert td._numbers("a dagger", integer=True) == [1]  # a count not said is one
     assert td.enum_values(MOVE.parameters[0]) == ("north", "south", "east")
     assert td.enum_values(GIVE.parameters[0]) == ()
     talk = tl.ToolDefinition(name="talk", description="Talk.")
     assert td._labels([talk, GIVE]) == ["talk", "give item", "just talk"]
     assert td._labels([tl.ToolDefinition(name="openDoor")]) == ["open Door", "talk"]
+
+
+def test_examples_show_the_tools_in_both_orders_and_remarks_ask_nothing() -> None:
+    labels = td._labels(TOOLS)
+    header = td._header(TOOLS, labels)
+    said = [tool.description for tool in TOOLS]
+    first = [header.index(s) for s in said]
+    second = [header.index(s, max(first) + 1) for s in said]
+    assert first == sorted(first) and second == sorted(second, reverse=True)
+    assert min(second) > max(first)  # the reversed run follows the declared one
+    # Remarks name a tool's object but ask for nothing: no question marks among them.
+    remarks = [line for line in header.splitlines() if line.startswith("Player: ")]
+    assert not [r for r in remarks if r.endswith("?") and "how are you" not in r]
+    assert td._header(TOOLS[:1], td._labels(TOOLS[:1])).count(TOOLS[0].description) == 1

@@ -144,11 +144,14 @@ class AgentCore:
         (3004 otherwise), the only ones a snapshot can hold."""
         self._check(Trigger.EDIT, operation)
 
-    def send_message(self, text: str, waiter: asyncio.Future[Step] | None = None) -> Turn:
+    def send_message(
+        self, text: str, waiter: asyncio.Future[Step] | None = None, inline: bool = False
+    ) -> Turn:
         """Start a turn for the user message `text` (`start`; 3004 while a turn is open).
 
         `waiter` is resolved at the turn's first pause or at its completion; it is registered
         before the walk starts, so a turn that pauses or ends at once still resolves it.
+        `inline`: walk the first nodes that need no model before returning (`executor`).
         """
         self._check(Trigger.START, "send_message")
         if not isinstance(text, str):
@@ -160,7 +163,7 @@ class AgentCore:
         turn.begin(self.runtime.next_turn_id(), text, self.enable_diagnostics)
         if waiter is not None:
             turn.add_waiter(waiter)
-        executor.start(self, turn)
+        executor.start(self, turn, inline)
         return turn
 
     def _node(self, node_name: str, operation: str) -> NodeParams:
@@ -179,18 +182,10 @@ class AgentCore:
         """
         self._check(Trigger.EDIT, "change_params")
         current = self._node(node_name, "change_params")
-        try:
-            if isinstance(params, Mapping):
-                proposed = params_from_mapping(type(current), params, base=current)
-            else:
-                proposed = copy.deepcopy(params)
-            check_mutation(node_name, current, proposed)
-        except RecursionError:
-            # Copying or quoting a value nested thousands deep; nothing has changed yet.
-            raise InvalidParamValue(
-                f"agent {self.agent_id}: change_params: node '{node_name}': "
-                "a value is nested too deep"
-            ) from None
+        self.set_params(node_name, proposed_params(self.agent_id, node_name, current, params))
+
+    def set_params(self, node_name: str, proposed: NodeParams) -> None:
+        """Make checked params (`proposed_params`) the node's own: the `edit` trigger."""
         fire(self.turn, Trigger.EDIT)
         if self.params is self.graph.nodes:
             self.params = dict(self.graph.nodes)
@@ -208,10 +203,12 @@ class AgentCore:
         resume_node: str = "",
         tool_results: Sequence[Any] = (),
         waiter: asyncio.Future[Step] | None = None,
+        inline: bool = False,
     ) -> Turn:
         """Resume the paused turn via its pending exit, or jump to `resume_node` (`resume`).
 
-        `waiter` is resolved at the next pause or completion (registered before the resume).
+        `waiter` is resolved at the next pause or completion (registered before the resume);
+        `inline` as for `send_message`.
         The batch's shape (a sequence of well-formed results, at most
         `MAX_TOOL_RESULTS_PER_BATCH`) is checked first, as every face does before sending it;
         then the turn's state; then the node and the batch against the pause.
@@ -241,7 +238,7 @@ class AgentCore:
         )
         if waiter is not None:
             turn.add_waiter(waiter)
-        executor.resume(self, turn, resume_node, results)
+        executor.resume(self, turn, resume_node, results, inline)
         return turn
 
     def cancel(self) -> bool:
@@ -268,3 +265,22 @@ class AgentCore:
         if turn.state is TurnState.PAUSED and turn.pause is not None:
             return Step(pause=turn.pause.info)
         return None
+
+
+def proposed_params(
+    agent_id: int, node_name: str, current: NodeParams, params: NodeParams | Mapping[str, Any]
+) -> NodeParams:
+    """The params `change_params(node_name, params)` sets over `current`, checked (3006,
+    3007); creates and changes nothing, so it may run off the loop (`param_change`)."""
+    try:
+        if isinstance(params, Mapping):
+            proposed: NodeParams = params_from_mapping(type(current), params, base=current)
+        else:
+            proposed = copy.deepcopy(params)
+        check_mutation(node_name, current, proposed)
+    except RecursionError:
+        # Copying or quoting a value nested thousands deep; nothing has changed yet.
+        raise InvalidParamValue(
+            f"agent {agent_id}: change_params: node '{node_name}': a value is nested too deep"
+        ) from None
+    return proposed

@@ -3,15 +3,23 @@
 With a store (SPEC §11) its agents are `DurableAgentCore`s, written through to it, and
 `restore_stored` brings back every stored agent when the engine starts. Without one, agents
 are plain `AgentCore`s and nothing here costs a turn anything (R-R7).
+
+With a shared store (R-R6, R-X6) the engine is one worker of several: agent ids come from the
+store, every durable agent in memory is leased to this worker (`leases.LeaseKeeper`), `take`
+claims a stored agent on demand, `evict` lets one go and `adopt_due` restores one whose pause
+deadline came while nobody held it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ..states import TurnState
 from .agent import AgentCore
 from .agent_tags import checked_tags
 from .backends.base import ModelBackend
@@ -20,20 +28,34 @@ from .dialog_data import dialog_from_messages
 from .durable import DurableAgentCore
 from .graph import CompiledGraph, GraphDescription, compile_graph
 from .guards import brief
+from .leases import LeaseKeeper
 from .logs import get_logger
 from .params import NodeParams, ToolCallParams
-from .rejections import InvalidParamValue, UnknownAgent
+from .rejections import HeldElsewhere, InvalidParamValue, UnknownAgent
 from .restore import SnapshotPlan, read_snapshot
 from .results import AgentListener
 from .revive import apply_snapshot, watch_stall
 from .runtime import EngineSettings, Runtime
-from .store.base import Store
+from .snapshot import absolute_offset, pause_deadline
+from .store.base import SharedStore, Store
 
 log = get_logger("turnloom.engine")
 
 #: The most nodes one turn may walk (a loop in the graph ends 4003 past its own limit; this
 #: bounds the limit itself, like every other number an agent takes).
 MAX_STEPS_PER_TURN = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPlan:
+    """An agent checked and compiled (`EngineCore.prepare_agent`), not yet created."""
+
+    compiled: CompiledGraph
+    max_steps_per_turn: int
+    #: The seeded conversation (None: none).
+    dialog: list[Any] | None
+    tags: Mapping[str, str]
+    durable: bool
 
 
 class EngineCore(Runtime):
@@ -56,6 +78,17 @@ class EngineCore(Runtime):
         self._held_ids: set[int] = set()
         #: Where agents are written through; None = agents live in memory only.
         self.store = store
+        #: With a shared store: this worker's leases (started when the engine gets its loop).
+        self.leases = LeaseKeeper(self, store) if isinstance(store, SharedStore) else None
+        #: Told when another worker took one of this engine's agents (the server says so to
+        #: the session that had it); the agent's copy here then ends.
+        self.on_lease_lost: Callable[[AgentCore], None] | None = None
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Attach the engine to its loop; with a shared store, take this worker's leases."""
+        super().bind(loop)
+        if self.leases is not None:
+            self.leases.start()
 
     def _model_error(self, node: str, model: str, params: NodeParams) -> str | None:
         backend = self.models.get(model)
@@ -94,11 +127,14 @@ class EngineCore(Runtime):
         )
         if isinstance(agent, DurableAgentCore):
             agent.store = self.store
+            agent.release_at_rest = False
         self.agents[agent_id] = agent
         self._last_agent_id = max(self._last_agent_id, agent_id)
         return agent
 
-    def _next_agent_id(self) -> int:
+    def _next_agent_id(self, durable: bool) -> int:
+        if isinstance(self.store, SharedStore):  # unique across the workers
+            return self.store.allocate_id(durable)
         # Past every id given or restored, so a new agent never takes a stored agent's id.
         return self._last_agent_id + 1
 
@@ -119,6 +155,23 @@ class EngineCore(Runtime):
         `tags` label it (`agent_tags`). `durable`: written through to the store (the default
         when the engine has one); False keeps this one in memory only.
         """
+        plan = self.prepare_agent(
+            graph, max_steps_per_turn=max_steps_per_turn, dialog=dialog, tags=tags, durable=durable
+        )
+        return self.create_prepared(plan, listener, enable_diagnostics=enable_diagnostics)
+
+    def prepare_agent(
+        self,
+        graph: GraphDescription,
+        *,
+        max_steps_per_turn: int = 64,
+        dialog: Sequence[Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+        durable: bool | None = None,
+    ) -> AgentPlan:
+        """The first half of `create_agent`: every check and the compile, with its refusals,
+        creating nothing. It reads only the models and the store setting, so it may run on a
+        worker thread (the largest graph the limits allow takes 300-500 ms to compile)."""
         if not isinstance(graph, GraphDescription):
             raise InvalidParamValue(f"graph must be a GraphDescription, got {type(graph).__name__}")
         if (
@@ -134,18 +187,26 @@ class EngineCore(Runtime):
         labels = checked_tags(tags, "create_agent")
         stored = self._durable(durable, "create_agent")
         compiled = compile_graph(graph, self._model_error)
+        return AgentPlan(compiled, max_steps_per_turn, seeded, labels, stored)
+
+    def create_prepared(
+        self, plan: AgentPlan, listener: AgentListener, *, enable_diagnostics: bool = False
+    ) -> AgentCore:
+        """The second half of `create_agent`, on the loop: the agent of `plan`."""
+        # The store may have gone (the engine closing) while the plan was made off the loop.
+        stored = self._durable(plan.durable, "create_agent")
         agent = self._new_agent(
-            self._next_agent_id(),
-            compiled,
+            self._next_agent_id(stored),
+            plan.compiled,
             listener,
             bool(enable_diagnostics),
-            max_steps_per_turn,
+            plan.max_steps_per_turn,
             stored,
         )
-        agent.tags = labels
-        if seeded:
-            agent.dialog = seeded
-        log.debug("agent.created", agent_id=agent.agent_id, nodes=len(compiled.nodes))
+        agent.tags = plan.tags
+        if plan.dialog:
+            agent.dialog = plan.dialog
+        log.debug("agent.created", agent_id=agent.agent_id, nodes=len(plan.compiled.nodes))
         if isinstance(agent, DurableAgentCore):
             agent.save()
         return agent
@@ -162,7 +223,10 @@ class EngineCore(Runtime):
         stored = self._durable(durable, "restore")
         plan = read_snapshot(snapshot, self._model_error)
         taken = plan.agent_id in self.agents or plan.agent_id in self._held_ids
-        agent_id = self._next_agent_id() if taken else plan.agent_id
+        if not taken and isinstance(self.store, SharedStore):
+            # Its id is free only if no worker holds it: this one then does.
+            taken = not stored or self.store.claim(plan.agent_id, adopt=True).status != "claimed"
+        agent_id = self._next_agent_id(stored) if taken else plan.agent_id
         agent = self._restore(agent_id, plan, listener, stored)
         watch_stall(agent)
         if isinstance(agent, DurableAgentCore):
@@ -205,6 +269,8 @@ class EngineCore(Runtime):
                     plan = read_snapshot(document, self._model_error)
                 except Exception as exc:
                     log.error("store.restore_failed", agent_id=agent_id, reason=str(exc))
+                    if isinstance(self.store, SharedStore):  # for a worker that can
+                        self.store.release([agent_id])
                     # Its row stays; no new agent may take its id and overwrite it.
                     self._held_ids.add(agent_id)
                     self._last_agent_id = max(self._last_agent_id, agent_id)
@@ -222,6 +288,89 @@ class EngineCore(Runtime):
         log.info("store.restored", agents=len(restored))
         return restored
 
+    def take(
+        self,
+        agent_id: int,
+        listener: AgentListener,
+        opens: Callable[[SnapshotPlan], bool] = lambda plan: True,
+    ) -> AgentCore | None:
+        """A stored agent no worker holds, claimed and restored here (shared store only); None
+        if there is no such agent, it cannot be restored here, or `opens` refuses it (then it
+        is let go again). Held by a live worker: `HeldElsewhere` (3004), after `opens` agreed,
+        so a caller without the agent's token learns nothing."""
+        store = self.store
+        if not isinstance(store, SharedStore) or agent_id in self.agents:
+            return self.agents.get(agent_id)
+        claim = store.claim(agent_id)
+        if claim.status == "missing" or claim.document is None:
+            return None
+        try:
+            plan = read_snapshot(claim.document, self._model_error)
+        except Exception as exc:
+            log.error("store.restore_failed", agent_id=agent_id, reason=str(exc))
+            plan = None
+        if plan is None or not opens(plan):
+            if claim.status == "claimed":
+                store.release([agent_id])
+            return None
+        if claim.status == "busy":
+            raise HeldElsewhere(
+                f"agent {agent_id} is held by another worker sharing the store (a session there "
+                "has it, or its turn is running there); attach there, or again once it is let go"
+            )
+        agent = self._restore(agent_id, plan, listener, True)
+        watch_stall(agent)
+        return agent
+
+    def adopt_due(self, agent_id: int, document: bytes) -> None:
+        """Restore an agent this worker claimed because its pause deadline came while nobody
+        held it: the deadline fires at once, and the agent is let go at its next rest."""
+        plan = read_snapshot(document, self._model_error)
+        agent = self._restore(agent_id, plan, AgentListener(), True)
+        assert isinstance(agent, DurableAgentCore)
+        agent.release_at_rest = True
+        watch_stall(agent)
+        log.debug("lease.deadline_adopted", agent_id=agent_id)
+
+    def evict(self, agent: AgentCore) -> None:
+        """Let go of a durable agent at rest (idle or paused): it leaves memory, its stored
+        snapshot stays, and its lease is released for any worker to claim. One whose turn is
+        running is let go at its next rest instead (`release_at_rest`)."""
+        if not isinstance(agent, DurableAgentCore) or agent.destroyed or agent.store is None:
+            return
+        if agent.turn.state not in (TurnState.IDLE, TurnState.PAUSED):
+            agent.release_at_rest = True
+            return
+        store = agent.store
+        deadline = pause_deadline(agent.turn, absolute_offset(self.clock))
+        agent.listener = AgentListener()
+        agent.unload()
+        if isinstance(store, SharedStore):
+            try:
+                store.release([agent.agent_id])
+            except Exception:
+                log.exception("lease.release_failed", agent_id=agent.agent_id)
+            if deadline is not None and self.leases is not None:
+                self.leases.wake_at(deadline)
+        log.debug("agent.released", agent_id=agent.agent_id)
+
+    def lease_lost(self, agent: AgentCore) -> None:
+        """Another worker holds this agent now: its copy here writes nothing more and ends
+        (on the loop's next turn: this may be called from inside a write of its walk)."""
+        if not isinstance(agent, DurableAgentCore) or agent.store is None:
+            return
+        agent.store = None
+        log.warning("lease.lost", agent_id=agent.agent_id)
+        if self.on_lease_lost is not None:
+            self.on_lease_lost(agent)
+        agent.listener = AgentListener()
+        self.loop.call_soon(self._end_copy, agent)
+
+    @staticmethod
+    def _end_copy(agent: AgentCore) -> None:
+        if not agent.destroyed:
+            agent.destroy()
+
     def agent(self, agent_id: int) -> AgentCore:
         """The live agent with this id (3001 if there is none)."""
         agent = self.agents.get(agent_id)
@@ -236,6 +385,8 @@ class EngineCore(Runtime):
     def close(self) -> None:
         """Cancel every open turn and destroy every agent; stored agents stay stored (their
         writes stop first), and the store is closed."""
+        if self.leases is not None:
+            self.leases.stop()  # the agents are let go for other workers, as stored
         store, self.store = self.store, None
         for agent in list(self.agents.values()):
             if isinstance(agent, DurableAgentCore):

@@ -96,7 +96,7 @@ def normalize_tool_results(items: Any, where: str = "resume") -> list[ToolResult
     `MAX_TOOL_RESULTS_PER_BATCH` well-formed items, each with a string call id. Whether it fits
     the pause is `check_batch`'s business. `where` starts the messages.
     """
-    if items is None:
+    if items is None or (type(items) is tuple and not items):  # a plain resume: no ABC check
         return []
     if not isinstance(items, Sequence) or isinstance(items, str | bytes | bytearray):
         # A string would otherwise be taken one character per result.

@@ -8,31 +8,23 @@ the next node. That keeps a parked turn down to a few small objects and its time
 from __future__ import annotations
 
 import asyncio
-import random
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from ..states import IllegalTransition, Trigger, TurnState, fire, is_legal
-from .backends.base import ModelBackend
-from .clock import Clock
 from .exchanges import result_message, timeout_result
-from .graph import CompiledGraph
 from .logs import get_logger
-from .nodes import RUNNERS, NodeOutcome
+from .node_run import INLINE_NODES, TurnOwner, run_node, run_node_inline
+from .nodes import NodeOutcome
 from .params import NodeParams
-from .projection import Interaction
 from .results import (
-    InferenceFailed,
     MaxStepsExceeded,
     PauseInfo,
     Step,
-    ToolCallEvent,
     TurnFailure,
     TurnResult,
     TurnStatus,
 )
-from .runtime import GenerationMeter, Runtime
 from .turn import OpenPause, Turn
 
 log = get_logger("turnloom.turn")
@@ -47,107 +39,27 @@ _STATUS_OF_STATE = {
 }
 
 
-class TurnOwner(Protocol):
-    """What the executor needs of the agent whose turn it walks (`AgentCore` is one)."""
-
-    agent_id: int
-    runtime: Runtime
-    graph: CompiledGraph
-    params: Mapping[str, NodeParams]
-    max_steps: int
-    dialog: list[Interaction]
-    node_state: dict[str, dict[str, Any]] | None
-
-    @property
-    def rng(self) -> random.Random:
-        """The agent's random source."""
-        ...
-
-    def notify(self, method: str, *args: Any) -> None:
-        """Tell the agent's listener about an event."""
-        ...
-
-    def next_call_id(self) -> str:
-        """A call id unique for the agent's lifetime."""
-        ...
-
-    def turn_completed(self, turn: Turn, result: TurnResult) -> None:
-        """Book a turn's one completion."""
-        ...
-
-
-class _NodeContext:
-    """The turn as one node execution sees it (implements `nodes.NodeContext`)."""
-
-    __slots__ = ("agent", "agent_id", "node_name", "turn")
-
-    def __init__(self, agent: TurnOwner, turn: Turn, node_name: str) -> None:
-        self.agent = agent
-        self.agent_id = agent.agent_id
-        self.turn = turn
-        self.node_name = node_name
-
-    @property
-    def dialog(self) -> Sequence[Interaction]:
-        return self.agent.dialog
-
-    @property
-    def interaction(self) -> Interaction:
-        return self.turn.interaction
-
-    @property
-    def clock(self) -> Clock:
-        return self.agent.runtime.clock
-
-    @property
-    def rng(self) -> random.Random:
-        return self.agent.rng
-
-    @property
-    def meter(self) -> GenerationMeter | None:
-        return self.agent.runtime.meter
-
-    def backend(self, params: NodeParams) -> ModelBackend:
-        return self.agent.runtime.models[self.agent.graph.model_for(params)]
-
-    def begin_reply(self) -> None:
-        if self.turn.reply_parts:
-            self.emit_text("\n")
-
-    def emit_text(self, text: str) -> None:
-        if text and self.turn.state is TurnState.RUNNING:
-            turn = self.turn
-            if turn.reply_parts is None:
-                turn.reply_parts = []
-            turn.reply_parts.append(text)
-            self.agent.notify("on_answer_text", text, True, False)
-
-    def add_reply(self, text: str) -> None:
-        self.turn.interaction.messages.append({"role": "assistant", "content": text})
-
-    def add_tokens(self, count: int) -> None:
-        self.turn.tokens += count
-
-    def next_call_id(self) -> str:
-        return self.agent.next_call_id()
-
-    def emit_tool_call(self, event: ToolCallEvent) -> None:
-        if self.turn.state is TurnState.RUNNING:
-            self.agent.notify("on_tool_call", event)
-
-    def node_state(self) -> dict[str, Any]:
-        if self.agent.node_state is None:
-            self.agent.node_state = {}
-        return self.agent.node_state.setdefault(self.node_name, {})
-
-
-def start(agent: TurnOwner, turn: Turn) -> None:
-    """Start `turn` at the graph's start node."""
+def start(agent: TurnOwner, turn: Turn, inline: bool = False) -> None:
+    """Start `turn` at the graph's start node (`inline`: see `_launch`)."""
     fire(turn, Trigger.START)
     log.debug(
         "turn.started", agent_id=agent.agent_id, turn_id=turn.turn_id, node=agent.graph.start_node
     )
-    turn.task = agent.runtime.loop.create_task(_walk(agent, turn, agent.graph.start_node))
+    _launch(agent, turn, agent.graph.start_node, inline)
+
+
+def _launch(agent: TurnOwner, turn: Turn, node: str, inline: bool) -> None:
+    """Walk the running `turn` from `node` in a new task. `inline` (the embedded faces ask for
+    it): first walk the nodes that need no model on this stack, so a turn that pauses or ends
+    there (a Pause, a CannedResponse) costs no task and no loop iteration; a node that must
+    await goes to the task. The server does not ask: its reply to a request goes out before
+    the events the request causes."""
+    if inline:
+        next_node = _walk_inline(agent, turn, node)
+        if next_node is None:
+            return
+        node = next_node
+    turn.task = agent.runtime.loop.create_task(_walk(agent, turn, node))
 
 
 async def _continue(agent: TurnOwner, turn: Turn, node: str) -> None:
@@ -157,15 +69,19 @@ async def _continue(agent: TurnOwner, turn: Turn, node: str) -> None:
     await _walk(agent, turn, node)
 
 
+def _count_step(agent: TurnOwner, turn: Turn, node: str) -> None:
+    if turn.steps >= agent.max_steps:
+        raise MaxStepsExceeded(
+            f"agent {agent.agent_id}: turn {turn.turn_id} walked {turn.steps} nodes, "
+            f"max_steps_per_turn is {agent.max_steps} (next node '{node}')"
+        )
+    turn.steps += 1
+
+
 async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
     try:
         while node:
-            if turn.steps >= agent.max_steps:
-                raise MaxStepsExceeded(
-                    f"agent {agent.agent_id}: turn {turn.turn_id} walked {turn.steps} nodes, "
-                    f"max_steps_per_turn is {agent.max_steps} (next node '{node}')"
-                )
-            turn.steps += 1
+            _count_step(agent, turn, node)
             if turn.steps % _STEPS_PER_YIELD == 0:
                 # Nodes without a model (CannedResponse, Pause) never await: a long walk of
                 # them must still let the loop serve other agents and sockets.
@@ -174,33 +90,11 @@ async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
                     return
             params = agent.params[node]
             started = time.perf_counter()
-            try:
-                outcome = await RUNNERS[type(params)](_NodeContext(agent, turn, node), params)
-            except (TurnFailure, asyncio.CancelledError):
-                raise
-            except Exception as exc:
-                raise InferenceFailed(
-                    f"agent {agent.agent_id}: node '{node}' failed: {type(exc).__name__}: {exc}"
-                ) from exc
-            if turn.state is not TurnState.RUNNING:
-                return  # ended (cancelled) from a callback while the node ran
-            debug_index = None
-            if turn.debug_nodes is not None:
-                entry: dict[str, Any] = {
-                    "_type": f"{params.node_type}Node",
-                    "name": node,
-                    "exit_route": outcome.exit_route,
-                    "duration_s": time.perf_counter() - started,
-                }
-                if outcome.diagnostics is not None:
-                    entry["diagnostics"] = outcome.diagnostics
-                debug_index = len(turn.debug_nodes)
-                turn.debug_nodes.append(entry)
-            target = params.exit_target(outcome.exit_route)
-            if outcome.pauses:
-                _pause(agent, turn, node, params, outcome, target, debug_index)
+            outcome = await run_node(agent, turn, node, params)
+            next_node = _after_node(agent, turn, node, params, outcome, started)
+            if next_node is None:
                 return
-            node = target
+            node = next_node
         fire(turn, Trigger.FINISH)
         complete(agent, turn)
     except asyncio.CancelledError:
@@ -208,12 +102,73 @@ async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
             cancel(agent, turn)
         raise
     except TurnFailure as failure:
-        if is_legal(turn.state, Trigger.FAIL):
-            fire(turn, Trigger.FAIL)
-            complete(agent, turn, failure)
+        _fail(agent, turn, failure)
     except IllegalTransition:
         if turn.result is None:
             raise
+
+
+def _walk_inline(agent: TurnOwner, turn: Turn, node: str) -> str | None:
+    """`_walk` on this stack for as long as the nodes need no model (and not past the walk's
+    next yield point); the node a task must go on from, or None if the walk is over for now
+    (paused, ended, failed)."""
+    try:
+        while node:
+            params = agent.params[node]
+            if not isinstance(params, INLINE_NODES) or (turn.steps + 1) % _STEPS_PER_YIELD == 0:
+                return node
+            _count_step(agent, turn, node)
+            started = time.perf_counter()
+            outcome = run_node_inline(agent, turn, node, params)
+            next_node = _after_node(agent, turn, node, params, outcome, started)
+            if next_node is None:
+                return None
+            node = next_node
+        fire(turn, Trigger.FINISH)
+        complete(agent, turn)
+    except TurnFailure as failure:
+        _fail(agent, turn, failure)
+    except IllegalTransition:
+        if turn.result is None:
+            raise
+    return None
+
+
+def _after_node(
+    agent: TurnOwner,
+    turn: Turn,
+    node: str,
+    params: NodeParams,
+    outcome: NodeOutcome,
+    started: float,
+) -> str | None:
+    """Book a node's outcome: the next node ("" at the end of the graph), or None if the walk
+    stops here (the turn paused, or was ended from a callback while the node ran)."""
+    if turn.state is not TurnState.RUNNING:
+        return None
+    debug_index = None
+    if turn.debug_nodes is not None:
+        entry: dict[str, Any] = {
+            "_type": f"{params.node_type}Node",
+            "name": node,
+            "exit_route": outcome.exit_route,
+            "duration_s": time.perf_counter() - started,
+        }
+        if outcome.diagnostics is not None:
+            entry["diagnostics"] = outcome.diagnostics
+        debug_index = len(turn.debug_nodes)
+        turn.debug_nodes.append(entry)
+    target = params.exit_target(outcome.exit_route)
+    if outcome.pauses:
+        _pause(agent, turn, node, params, outcome, target, debug_index)
+        return None
+    return target
+
+
+def _fail(agent: TurnOwner, turn: Turn, failure: TurnFailure) -> None:
+    if is_legal(turn.state, Trigger.FAIL):
+        fire(turn, Trigger.FAIL)
+        complete(agent, turn, failure)
 
 
 def _pause(
@@ -271,11 +226,16 @@ def _end_pause(agent: TurnOwner, turn: Turn) -> OpenPause:
 
 
 def resume(
-    agent: TurnOwner, turn: Turn, resume_node: str, results: dict[str, str] | None = None
+    agent: TurnOwner,
+    turn: Turn,
+    resume_node: str,
+    results: dict[str, str] | None = None,
+    inline: bool = False,
 ) -> None:
     """Resume a paused turn via its pending exit, or by jumping to `resume_node`.
 
-    `results` (checked by the caller) answer the pause's pending calls, in call order.
+    `results` (checked by the caller) answer the pause's pending calls, in call order;
+    `inline` as for `start`.
     """
     fire(turn, Trigger.RESUME)
     pause = _end_pause(agent, turn)
@@ -293,7 +253,11 @@ def resume(
         next_node=target,
     )
     agent.notify("on_resumed", pause.info.node_name, resume_node)
-    turn.task = agent.runtime.loop.create_task(_continue(agent, turn, target))
+    if not inline:
+        turn.task = agent.runtime.loop.create_task(_continue(agent, turn, target))
+    elif is_legal(turn.state, Trigger.PROCEED):  # not cancelled by an on_resumed callback
+        fire(turn, Trigger.PROCEED)
+        _launch(agent, turn, target, inline)
 
 
 def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:

@@ -27,6 +27,11 @@ class UnknownAgent(Rejection):
     """No agent has this id."""
 
 
+class HeldElsewhere(Rejection):
+    """Another worker sharing the store holds the agent (a session there has it, or its turn
+    is running there); it can be taken once that worker lets it go (R-R6)."""
+
+
 class UnknownNode(Rejection):
     """A node name that is not in the agent's graph."""
 

@@ -10,7 +10,7 @@ import asyncio
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .backends.base import ModelBackend
 from .clock import Clock, LoopClock
@@ -97,6 +97,12 @@ class Runtime:
 
     def forget(self, agent_id: int) -> None:
         """Drop a destroyed agent (the engine core keeps the agents; a bare runtime has none)."""
+
+    def evict(self, agent: Any) -> None:
+        """Let go of a durable agent at rest (the engine core does, with a shared store)."""
+
+    def lease_lost(self, agent: Any) -> None:
+        """End the copy of an agent another worker holds now (the engine core does)."""
 
     def next_turn_id(self) -> int:
         """A turn id unique in this engine."""

@@ -107,6 +107,15 @@ def absolute_offset(clock: Clock) -> float:
     return 0.0 if isinstance(clock, VirtualClock) else time.time() - clock.now()
 
 
+def pause_deadline(turn: Turn, offset: float) -> float | None:
+    """When `turn`'s pause times out, in absolute time (`offset` from `absolute_offset`), or
+    None if it is not paused or waits forever."""
+    pause = turn.pause
+    if pause is None or not pause.info.timeout_ms:
+        return None
+    return pause.started_at + pause.info.timeout_ms / 1000 + offset
+
+
 def graph_blob(graph: CompiledGraph) -> bytes:
     """The graph's document, packed once per compiled graph (agents share compiled graphs)."""
     cached = _GRAPH_BLOBS.get(id(graph))
@@ -161,7 +170,7 @@ def _paused_turn(turn: Turn, offset: float) -> dict[str, Any]:
     pause = turn.pause
     assert pause is not None
     info = pause.info
-    deadline = pause.started_at + info.timeout_ms / 1000 + offset if info.timeout_ms else None
+    deadline = pause_deadline(turn, offset)
     return {
         "turn_id": turn.turn_id,
         "user_message": turn.interaction.user_message,

@@ -8,17 +8,19 @@ few-shot prompt (`ModelBackend.score_choices`):
 1. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
-   with plain talk around. Raw likelihoods mostly measure the model's taste for a label, so
-   they are calibrated against content-free lines ("N/A", "", "[MASK]": Zhao et al.,
-   *Calibrate Before Use*, 2021): each option's probability is divided by its average
-   probability on those, computed once per backend and tool set and cached.
+   with plain talk around; all of it twice, the tools in their order and then reversed. Raw
+   likelihoods mostly measure the model's taste for a label, so they are calibrated against
+   content-free lines ("N/A", "", "[MASK]": Zhao et al., *Calibrate Before Use*, 2021): each
+   option's probability is divided by its average probability on those, computed once per
+   backend and tool set and cached.
 2. **Its arguments**, one by one in a `name(arg=value, ...)` call the prompt continues:
    strings are spans of the player's line (one to four words, not across punctuation, not
-   starting or ending with a filler word, a word of the action's label, or a number when the
-   tool has a numeric argument), followed greedily along the model's likeliest tokens;
+   starting with the line's first word, not starting or ending with a filler word or a word
+   of the action's label, nor holding a number when the tool has a numeric argument),
+   followed greedily along the model's likeliest tokens;
    booleans and enums (a string whose description lists its values as ``one of: a, b, c``)
    are scored and calibrated like the tools; integers and numbers are chosen among those the
-   line spells (digits or number words), and 1.
+   line spells (digits or number words), or are 1 if it spells none.
 
 The outcome is what the parser would have returned (`ParseOutcome`), so everything after it
 (events, call ids, dispositions, pauses) is the ToolCall node's one shared path. Only the
@@ -55,19 +57,21 @@ _SCORABLE_TYPES = frozenset({"string", "boolean", "integer", "number"})
 #: "Calibrate before use": lines that carry no content, whose scores show the model's bias.
 _CONTENT_FREE = ("N/A", "", "[MASK]")
 _NO_TOOL_EXAMPLES = ("Hello there, how are you?", "Tell me about this town.", "What a nice day.")
-#: Remarks that mention a tool's object without asking for the tool.
+#: Remarks that mention a tool's object without asking for anything. Statements, not
+#: questions: a tool that looks something up is asked for by a question ("Do you sell swords?").
 _REMARKS = (
-    "Tell me about the {}.",
-    "Who made this {}?",
     "I once saw a {} like that.",
-    "Nice {}, where did you get it?",
+    "My uncle told me about a {}.",
+    "The {} here is old.",
+    "I dreamt about a {} last night.",
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _FILLER = frozenset(
     _words(
         "a an the to of for in on at by with from and or but me my your our us you i it its is "
         "are be this that these those please can could would will let let's lets just now here "
-        "there some any do does how many much what which who where when why"
+        "there some any do does how many much what which who where when why if whether than then "
+        "so as not no into onto"
     )
 )
 _NUMBER_WORDS = {
@@ -171,8 +175,20 @@ def _labels(tools: Sequence[ToolDefinition]) -> list[str]:
 
 
 def _header(tools: Sequence[ToolDefinition], labels: list[str]) -> str:
-    """The few-shot examples: per tool, its description said by the player (that tool) and two
-    remarks about its object (no tool, so words alone do not make a call); plain talk around."""
+    """The few-shot examples, twice: with the tools in their declared order, then reversed.
+
+    A small model favours the label of the examples nearest the line (recency bias), which
+    calibration does not cancel; with both orders every tool is once near the line.
+    """
+    ordered = _examples(tools, labels)
+    if len(tools) < 2:
+        return ordered
+    return ordered + _examples(list(reversed(tools)), [*reversed(labels[:-1]), labels[-1]])
+
+
+def _examples(tools: Sequence[ToolDefinition], labels: list[str]) -> str:
+    """Per tool, its description said by the player (that tool) and two remarks about its
+    object (no tool, so words alone do not make a call); plain talk around."""
     none = labels[-1]
     examples = [(_NO_TOOL_EXAMPLES[0], none)]
     for i, (tool, label) in enumerate(zip(tools, labels, strict=False)):
@@ -292,15 +308,11 @@ async def _fill(
 
 def _spans(line: str, avoid: frozenset[str], numeric: bool) -> list[str]:
     """Runs of one to four words of `line` (as written, not across punctuation) that neither
-    start nor end with filler, an `avoid` word or (if `numeric`) a number; any runs if none
-    is left."""
+    start with its first word nor start or end with filler or an `avoid` word, nor (if
+    `numeric`) hold a number; any runs if none is left."""
 
     def edge(word: str) -> bool:
-        return (
-            word in _FILLER
-            or word in avoid
-            or (numeric and (word in _NUMBER_WORDS or word.isdigit()))
-        )
+        return word in _FILLER or word in avoid or (numeric and _is_number(word))
 
     words = list(_WORD.finditer(line))
     spans: dict[str, None] = {}
@@ -310,19 +322,26 @@ def _spans(line: str, avoid: frozenset[str], numeric: bool) -> list[str]:
                 if j > i and line[words[j - 1].end() : words[j].start()].strip():
                     break  # a value does not run across punctuation
                 inner = [w.group().lower() for w in words[i : j + 1]]
-                if lenient or not (edge(inner[0]) or edge(inner[-1])):
+                # A number inside is as wrong as one at an edge ("me 2 torches").
+                counted = numeric and any(_is_number(w) for w in inner)
+                # A request's first word is its verb ("Hand me two torches"), not its object.
+                if lenient or not (i == 0 or edge(inner[0]) or edge(inner[-1]) or counted):
                     spans[line[first.start() : words[j].end()]] = None
         if spans:
             break
     return list(spans)
 
 
+def _is_number(word: str) -> bool:
+    return word in _NUMBER_WORDS or _NUMBER.fullmatch(word) is not None
+
+
 def _numbers(line: str, *, integer: bool) -> list[object]:
-    """The numbers `line` spells (digits, number words), then 1, without repeats."""
+    """The numbers `line` spells (digits, number words) without repeats, or [1] if none: a
+    count the player does not say is one ("a dagger"), and one the player says is no other."""
     found: list[object] = []
     for match in _NUMBER.finditer(line):
         value = float(match.group())
         found.append(int(value) if integer or value.is_integer() else value)
     found += [_NUMBER_WORDS[w.lower()] for w in _WORD.findall(line) if w.lower() in _NUMBER_WORDS]
-    found.append(1)
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found)) or [1]

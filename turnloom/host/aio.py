@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -13,9 +14,19 @@ from ..engine.backends.catalog import DEFAULT_MODEL
 from ..engine.backends.info import ModelInfo, model_info
 from ..engine.backends.llama import LlamaModel
 from ..engine.clock import Clock
+from ..engine.collector import CollectorPause
 from ..engine.core import EngineCore
 from ..engine.dialog_data import dialog_to_messages
 from ..engine.graph import GraphDescription
+from ..engine.param_change import (
+    HEAVY,
+    commit_params,
+    current_params,
+    graph_weight,
+    node_params,
+    params_weight,
+    proposed_params,
+)
 from ..engine.params import NodeParams
 from ..engine.results import Step, ToolResult, TurnResult
 from ..engine.runtime import EngineSettings
@@ -98,22 +109,49 @@ class AsyncAgent(AsyncAgentAPI):
         # The waiter goes in before the walk starts: a walk that pauses or ends at once (an
         # eager task factory, a callback that cancels) still answers it.
         step = self._waiter()
-        turn = self._do("send_message", self._core.send_message, text, step)
+        # Inline: a walk that pauses or ends without a model does so before this returns.
+        turn = self._do("send_message", self._core.send_message, text, step, True)
         return await _step(turn, step)
 
     async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
         """Resume the paused turn, plainly or jumping to `resume_node`; return at the next step."""
         step = self._waiter()
-        turn = self._do("resume", self._core.resume, resume_node, tool_results, step)
+        turn = self._do("resume", self._core.resume, resume_node, tool_results, step, True)
         return await _step(turn, step)
 
     async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
         """Change a node's mutable params (while idle or paused)."""
-        self._do("change_params", self._core.change_params, node_name, params)
+        core = self._core
+        current = self._do("change_params", current_params, core, node_name)
+        if params_weight(current) <= HEAVY:
+            self._do("change_params", core.change_params, node_name, params)
+            return
+        # A heavy node (up to 150 ms to copy and check): on a worker thread, the loop free.
+        proposed = await self._off_loop(
+            "change_params", proposed_params, core.agent_id, node_name, current, params
+        )
+        self._do("change_params", commit_params, core, node_name, current, proposed)
 
     async def get_params(self, node_name: str) -> NodeParams:
         """A copy of a node's current params."""
-        return self._do("get_params", self._core.get_params, node_name)
+        params = self._do("get_params", node_params, self._core, node_name)
+        if params_weight(params) <= HEAVY:
+            return self._do("get_params", self._core.get_params, node_name)
+        # Params are replaced on change, never altered: this copy is of what was just read.
+        return await self._off_loop("get_params", copy.deepcopy, params)
+
+    async def _off_loop(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on a worker thread (the collector off meanwhile, see `create_agent`), its
+        refusals as `_do` gives them."""
+        pause = CollectorPause()
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except Rejection as rejection:
+            raise rejected(operation, self._core.agent_id, rejection) from None
+        except RecursionError:
+            raise too_deep(operation) from None
+        finally:
+            pause.release()
 
     async def cancel(self) -> bool:
         """Cancel the open turn; False if there was none."""
@@ -182,7 +220,11 @@ class AsyncEngine(AsyncEngineAPI):
         clock: Clock | None = None,
         settings: EngineSettings | None = None,
         store: str | os.PathLike[str] | Store | None = None,
+        load_stored: bool = True,
     ) -> None:
+        """`store`: where durable agents are written (a path, a `redis://` URL or a `Store`);
+        `load_stored`: bring every stored agent back at start (False: each is loaded when
+        asked for by `agent(id)`, which a shared store's workers prefer)."""
         if isinstance(models, ModelBackend):
             models = [models]
         self.core = EngineCore(
@@ -193,6 +235,7 @@ class AsyncEngine(AsyncEngineAPI):
             store=None if store is None else open_store(store),
         )
         self._bound = False
+        self._load_stored = load_stored
 
     def _bind(self) -> None:
         if not self._bound:
@@ -200,7 +243,8 @@ class AsyncEngine(AsyncEngineAPI):
             self._bound = True
             # The stored agents come back as soon as there is a loop for their timers (their
             # faces are made when asked for, by `agent`).
-            self.core.restore_stored(CallbackDispatch)
+            if self._load_stored:
+                self.core.restore_stored(CallbackDispatch)
 
     def _make(self, operation: str, make: Callable[[CallbackDispatch], AgentCore]) -> AsyncAgent:
         self._bind()
@@ -238,6 +282,34 @@ class AsyncEngine(AsyncEngineAPI):
         """Validate `graph` and create an agent over it; `dialog` (chat messages, starting with
         the user's) seeds its conversation, `tags` label it (kept in snapshots and the store).
         With a store, `durable=False` keeps this agent in memory only."""
+        if graph_weight(graph) > HEAVY:
+            # Hundreds of tools or lines (up to 500 ms to check and compile): on a worker
+            # thread, so that the loop goes on serving every other agent meanwhile.
+            self._bind()
+            # The collector stays off while the graph is built: a full pass over it on the
+            # worker thread would hold the GIL, so the loop, for tens of ms.
+            pause = CollectorPause()
+            try:
+                plan = await asyncio.to_thread(
+                    self.core.prepare_agent,
+                    graph,
+                    max_steps_per_turn=max_steps_per_turn,
+                    dialog=dialog,
+                    tags=tags,
+                    durable=durable,
+                )
+            except Rejection as rejection:
+                raise rejected("create_agent", None, rejection) from None
+            except RecursionError:
+                raise too_deep("create_agent") from None
+            finally:
+                pause.release()
+            return self._make(
+                "create_agent",
+                lambda dispatch: self.core.create_prepared(
+                    plan, dispatch, enable_diagnostics=enable_diagnostics
+                ),
+            )
         return self._make(
             "create_agent",
             lambda dispatch: self.core.create_agent(
@@ -262,10 +334,15 @@ class AsyncEngine(AsyncEngineAPI):
         )
 
     def agent(self, agent_id: int) -> AsyncAgent:
-        """The live agent with this id, e.g. one restored from the store (3001 if none)."""
+        """The live agent with this id, e.g. one restored from the store (3001 if none). With
+        a shared store, a stored agent no worker holds is loaded and held by this engine
+        (3004 if another worker holds it)."""
         self._bind()
         try:
-            return _face(self.core.agent(agent_id))
+            core = self.core.agents.get(agent_id)
+            if core is None and self.core.leases is not None:
+                core = self.core.take(agent_id, CallbackDispatch())
+            return _face(core or self.core.agent(agent_id))
         except Rejection as rejection:
             raise rejected("agent", agent_id, rejection) from None
 

@@ -201,10 +201,14 @@ class Engine(DurableEngineFace[Agent], EngineFace):
         clock: Clock | None = None,
         settings: EngineSettings | None = None,
         store: str | os.PathLike[str] | Store | None = None,
+        load_stored: bool = True,
     ) -> None:
+        """As `AsyncEngine`'s."""
         self._runner = LoopThread()
         try:
-            self._engine = AsyncEngine(models, clock=clock, settings=settings, store=store)
+            self._engine = AsyncEngine(
+                models, clock=clock, settings=settings, store=store, load_stored=load_stored
+            )
             self._runner.block(self._engine.__aenter__(), "Engine")
         except BaseException:  # a bad argument: no thread left behind
             self._runner.stop()

@@ -33,6 +33,7 @@ REFUSED_TRIGGER_CODES: dict[Trigger, ErrorCode] = {
 #: Engine rejections (argument guards, agent lifecycle) and turn failures -> their codes.
 CODES: dict[type[BaseException], ErrorCode] = {
     r.UnknownAgent: ErrorCode.InvalidAgentId,
+    r.HeldElsewhere: ErrorCode.AgentBusy,
     r.AgentDestroyed: ErrorCode.AgentAlreadyDestroyed,
     r.GraphCompilationFailed: ErrorCode.GraphCompilationFailed,
     r.UnknownNode: ErrorCode.UnknownNode,

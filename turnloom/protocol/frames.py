@@ -72,12 +72,23 @@ def decode_body(body: bytes) -> dict[str, Any]:
         # unpackb refuses trailing bytes (ExtraData), which is what "one map per frame" means.
         message = msgpack.unpackb(body, raw=False, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
-        raise FrameError(
-            ErrorCode.MalformedMessage, f"frame body is not one msgpack value ({brief(str(exc))})"
-        ) from None
+        raise not_msgpack(exc) from None
     finally:
         if collecting:
             gc.enable()
+    return checked_frame(message)
+
+
+def not_msgpack(exc: Exception) -> FrameError:
+    """The 5001 of a body msgpack could not read as one value (`exc` is msgpack's error)."""
+    return FrameError(
+        ErrorCode.MalformedMessage, f"frame body is not one msgpack value ({brief(str(exc))})"
+    )
+
+
+def checked_frame(message: Any) -> dict[str, Any]:
+    """`message`, a decoded body, if it is a map with a string `type` and a valid
+    `request_id`; else its 5001."""
     if not isinstance(message, dict):
         raise FrameError(
             ErrorCode.MalformedMessage, f"frame body must be a map, got {type(message).__name__}"
@@ -93,6 +104,18 @@ def decode_body(body: bytes) -> dict[str, Any]:
     if not isinstance(kind, str) or not kind:
         raise FrameError(ErrorCode.MalformedMessage, "frame has no 'type' string field", request_id)
     return message
+
+
+class LargeBody:
+    """A frame body over the decoder's `defer_above`, handed out undecoded: decoding it at
+    once could hold its caller for hundreds of ms (`protocol.slices.BodyDecode` takes it a
+    slice at a time)."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        #: The msgpack body, its length prefix taken off.
+        self.body = body
 
 
 class FrameDecoder:
@@ -114,12 +137,19 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[dict[str, Any] | FrameError]:
         """Take `data` and return every frame it completed."""
+        # Every body fits max_bytes, so none comes out undecoded.
+        return self.feed_deferring(data, self.max_bytes)  # type: ignore[return-value]
+
+    def feed_deferring(
+        self, data: bytes, above: int
+    ) -> list[dict[str, Any] | FrameError | LargeBody]:
+        """Like `feed`, but a body longer than `above` bytes comes out as a `LargeBody`."""
         if self._skip:
             dropped = min(self._skip, len(data))
             self._skip -= dropped
             data = data[dropped:]
         self._buffer += data
-        out: list[dict[str, Any] | FrameError] = []
+        out: list[dict[str, Any] | FrameError | LargeBody] = []
         buffer = self._buffer
         pos = 0
         while len(buffer) - pos >= HEADER_BYTES:
@@ -145,6 +175,9 @@ class FrameDecoder:
                 break
             body = bytes(buffer[pos + HEADER_BYTES : end])
             pos = end
+            if length > above:
+                out.append(LargeBody(body))
+                continue
             try:
                 out.append(decode_body(body))
             except FrameError as error:

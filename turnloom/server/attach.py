@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 
 from ..engine.agent import AgentCore
 from ..engine.durable import DurableAgentCore
@@ -47,9 +48,17 @@ def attachable(core: AgentCore | None) -> bool:
 
 def token_opens(core: AgentCore | None, candidate: object) -> bool:
     """Whether `candidate` is the resume token of `core` (False for anything not attachable)."""
+    if core is None or not attachable(core):
+        return tags_open(None, candidate)  # the same work either way: ids cannot be timed
+    return tags_open(core.tags, candidate)
+
+
+def tags_open(tags: Mapping[str, str] | None, candidate: object) -> bool:
+    """Whether `candidate` is the resume token whose digest `tags` hold (a stored agent's
+    tags, before it is restored; None: nothing opens)."""
     if not isinstance(candidate, str) or len(candidate) > MAX_TOKEN_CHARS:
         return False
     offered = digest(candidate)
-    if core is None or not attachable(core):
+    if not tags or not tags.get(DIGEST_TAG):
         return False
-    return hmac.compare_digest(offered, core.tags[DIGEST_TAG])
+    return hmac.compare_digest(offered, tags[DIGEST_TAG])

@@ -15,6 +15,7 @@ from typing import Any
 from ..engine.agent import AgentCore
 from ..engine.backends.info import model_info
 from ..engine.core import EngineCore
+from ..engine.durable import DurableAgentCore
 from ..engine.fields import params_to_mapping
 from ..engine.guards import brief
 from ..engine.logs import get_logger
@@ -24,7 +25,7 @@ from ..protocol.frames import PROTOCOL_VERSION
 from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
 from ..protocol.records import model_info_to_wire, pause_to_wire, result_to_wire
 from ..states import TurnState
-from .attach import DIGEST_TAG, new_token, token_opens
+from .attach import DIGEST_TAG, new_token, tags_open, token_opens
 from .auth import MAX_AUTH_FAILURES, AuthKey, refusal
 from .events import SessionEvents
 from .limits import ServerLimits
@@ -137,6 +138,20 @@ class SessionRequests(SessionEvents):
     def create_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
         """CreateAgent: compile the graph into a new agent of this session; a durable one
         (a server with a store only: 3007 otherwise) also gets a resume token."""
+        token, tags = self.creation_checks(fields)
+        core = self.engine_core.create_agent(
+            graph_from_wire(fields["graph"]),
+            self,
+            enable_diagnostics=fields["enable_diagnostics"],
+            max_steps_per_turn=fields["max_steps_per_turn"],
+            tags=tags,
+            durable=fields["durable"],
+        )
+        return self.created(core, token)
+
+    def creation_checks(self, fields: dict[str, Any]) -> tuple[str | None, dict[str, str] | None]:
+        """CreateAgent's checks before its graph is read (2003, 3007): the resume token of a
+        durable agent and the tags that keep its digest (None, None for another agent)."""
         self.agent_room()
         steps = fields["max_steps_per_turn"]
         if isinstance(steps, int) and steps > self.limits.max_steps_per_turn:
@@ -150,15 +165,13 @@ class SessionRequests(SessionEvents):
             raise InvalidParamValue(
                 "CreateAgent: durable agents need a server with a store (serve --store PATH)"
             )
-        token, token_digest = new_token() if durable else (None, None)
-        core = self.engine_core.create_agent(
-            graph_from_wire(fields["graph"]),
-            self,
-            enable_diagnostics=fields["enable_diagnostics"],
-            max_steps_per_turn=steps,
-            tags={DIGEST_TAG: token_digest} if token_digest else None,
-            durable=durable,
-        )
+        if not durable:
+            return None, None
+        token, token_digest = new_token()
+        return token, {DIGEST_TAG: token_digest}
+
+    def created(self, core: AgentCore, token: str | None) -> dict[str, Any]:
+        """Take a new agent into the session: the CreateAgentResponse."""
         self.agents[core.agent_id] = core
         reply: dict[str, Any] = {"type": "CreateAgentResponse", "agent_id": core.agent_id}
         if token is not None:
@@ -168,9 +181,14 @@ class SessionRequests(SessionEvents):
     def attach_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
         """AttachAgent: take over a durable agent, given its resume token; the reply is its
         current step, as GetAgentState gives it. Unknown agent or wrong token: the same 3001."""
-        agent_id = fields["agent_id"]
+        agent_id, token = fields["agent_id"], fields["resume_token"]
         core = self.engine_core.agents.get(agent_id)
-        if core is None or not token_opens(core, fields["resume_token"]):
+        if core is None and self.engine_core.leases is not None:
+            # A shared store: the agent may be stored, held by no worker (or by another one,
+            # 3004 once the token is right). Taken, it is held by this worker from now on.
+            self.agent_room()
+            core = self.engine_core.take(agent_id, self, lambda plan: tags_open(plan.tags, token))
+        if core is None or not token_opens(core, token):
             # One message either way: ids cannot be probed. The token is never in it.
             raise UnknownAgent(f"no durable agent {brief(agent_id)} opens with this resume token")
         if agent_id not in self.agents:
@@ -179,6 +197,8 @@ class SessionRequests(SessionEvents):
             self.agents[agent_id] = core
             self.destroyed.pop(agent_id, None)
         core.listener = self
+        if isinstance(core, DurableAgentCore):
+            core.release_at_rest = False  # held by this session now
         log.info("agent.attached", agent_id=agent_id, **self.context)
         return self.state_of(core)
 
@@ -215,11 +235,7 @@ class SessionRequests(SessionEvents):
         core = self.agent(fields)
         node, node_type, values = fields["node_name"], fields["node_type"], fields["params"]
         if node_type:
-            if node_type not in NODE_TYPES:
-                raise InvalidParamValue(
-                    f"node {brief(node)}: unknown node type {brief(node_type)} "
-                    f"(known: {sorted(NODE_TYPES)})"
-                )
+            known_node_type(node, node_type)
             core.change_params(node, params_from_wire(node, node_type, values))
         else:
             core.change_params(node, values)
@@ -265,6 +281,15 @@ class SessionRequests(SessionEvents):
         backends = self.engine_core.models
         models = [model_info_to_wire(model_info(backends[name])) for name in sorted(backends)]
         return {"type": "ModelListResponse", "models": models}
+
+
+def known_node_type(node: Any, node_type: Any) -> None:
+    """Refuse (3007) a ChangeAgentParam naming a node type that does not exist."""
+    if node_type not in NODE_TYPES:
+        raise InvalidParamValue(
+            f"node {brief(node)}: unknown node type {brief(node_type)} "
+            f"(known: {sorted(NODE_TYPES)})"
+        )
 
 
 Handler = Callable[[SessionRequests, dict[str, Any]], dict[str, Any]]

@@ -5,6 +5,8 @@ A session is an `asyncio.Protocol`: every request is handled synchronously insid
 cancelled turn) is written before its reply, and everything a turn does later comes after it.
 Clients rely on that order to know which pause or completion answers a send or a resume.
 Nothing here runs as a task: a parked session costs its buffers and its agents, no coroutine.
+The exception is a frame too costly to answer in one go (a large body; a request about a heavy
+node): `intake` takes it over several loop iterations, and the session's later frames wait.
 """
 
 from __future__ import annotations
@@ -15,18 +17,22 @@ from typing import Any, Protocol
 
 from ..engine.agent import AgentCore
 from ..engine.core import EngineCore
-from ..engine.guards import brief
 from ..engine.logs import get_logger
-from ..protocol.codes import rejected, too_deep
 from ..protocol.errors import ErrorCode, TurnloomError
-from ..protocol.frames import PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
-from ..protocol.messages import OPERATIONS, error_response, parse_request
-from ..states import Rejection
+from ..protocol.frames import (
+    PROTOCOL_VERSION,
+    FrameDecoder,
+    FrameError,
+    LargeBody,
+    encode_frame,
+)
+from ..protocol.messages import error_response
+from .answers import BY_NODE, SessionAnswers
 from .attach import DETACHED, attachable
-from .auth import MAX_AUTH_FAILURES, AuthKey
+from .auth import AuthKey
+from .intake import LARGE_BODY_BYTES, Intake
 from .limits import ServerLimits
 from .quotas import SessionQuota
-from .requests import HANDLERS, SessionRequests
 
 log = get_logger("turnloom.server")
 
@@ -55,7 +61,7 @@ class SessionHost(Protocol):
         ...
 
 
-class Session(asyncio.Protocol, SessionRequests):
+class Session(asyncio.Protocol, SessionAnswers):
     """A client connection: its agents, its configuration, its outgoing bytes."""
 
     def __init__(self, server: SessionHost, session_id: int) -> None:
@@ -63,6 +69,10 @@ class Session(asyncio.Protocol, SessionRequests):
         self.session_id = session_id
         self.limits = server.limits
         self.decoder = FrameDecoder(self.limits.max_frame_bytes)
+        #: Large frames, taken over several loop iterations (the later ones wait for them).
+        self.intake = Intake(self)
+        #: The client is behind on reading its frames (reading is paused until it catches up).
+        self.writing_paused = False
         self.transport: asyncio.Transport | None = None
         self._abort_timer: asyncio.TimerHandle | None = None
         #: Frames of this loop iteration, written together: one syscall for a reply and the
@@ -86,6 +96,11 @@ class Session(asyncio.Protocol, SessionRequests):
     def engine_core(self) -> EngineCore:
         """The engine core of the session's server."""
         return self.server.engine_core
+
+    @property
+    def shutting_down(self) -> bool:
+        """Whether the session's server is shutting down (requests are answered 2001)."""
+        return self.server.shutting_down
 
     @property
     def auth(self) -> AuthKey | None:
@@ -124,28 +139,40 @@ class Session(asyncio.Protocol, SessionRequests):
     def data_received(self, data: bytes) -> None:
         """Decode frames and answer each one, in order. Never raises: asyncio would close
         the connection, so one frame would end the session (R-W1)."""
-        for item in self.decoder.feed(data):
+        if self.intake.busy:  # behind a large frame: these bytes wait their turn
+            self.intake.hold(data)
+            return
+        items = self.decoder.feed_deferring(data, LARGE_BODY_BYTES)
+        for index, item in enumerate(items):
             if self.closed:
                 return
-            try:
-                if isinstance(item, FrameError):
-                    log.info(
-                        "frame.refused", code=int(item.code), message=item.message, **self.context
-                    )
-                    self.send(error_response(item.code, item.message, item.request_id))
-                else:
-                    self.handle(item)
-            except Exception as exc:
-                # `handle` answers every request itself; this is the net for what it did not
-                # foresee. The frame's request_id may be what failed, so the answer has none.
-                log.exception("frame.failed", **self.context)
-                self.send(
-                    error_response(
-                        ErrorCode.MalformedMessage,
-                        f"the frame could not be processed ({type(exc).__name__})",
-                        None,
-                    )
+            if isinstance(item, LargeBody):
+                self.intake.start(item, items[index + 1 :])
+                return
+            if type(item) is dict and item.get("type") in BY_NODE and self.needs_stages(item):
+                self.intake.start_frame(item, items[index + 1 :])
+                return
+            self.answer(item)
+
+    def answer(self, item: dict[str, Any] | FrameError) -> None:
+        """Answer one frame, or the framing error that stands for it."""
+        try:
+            if isinstance(item, FrameError):
+                log.info("frame.refused", code=int(item.code), message=item.message, **self.context)
+                self.send(error_response(item.code, item.message, item.request_id))
+            else:
+                self.handle(item)
+        except Exception as exc:
+            # `handle` answers every request itself; this is the net for what it did not
+            # foresee. The frame's request_id may be what failed, so the answer has none.
+            log.exception("frame.failed", **self.context)
+            self.send(
+                error_response(
+                    ErrorCode.MalformedMessage,
+                    f"the frame could not be processed ({type(exc).__name__})",
+                    None,
                 )
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         """End the session: cancel its turns, destroy its agents (durable ones are kept)."""
@@ -183,12 +210,15 @@ class Session(asyncio.Protocol, SessionRequests):
     def pause_writing(self) -> None:
         """The client is behind on reading: stop reading its requests."""
         # Backpressure: a client that does not read its replies gets no more requests read.
+        self.writing_paused = True
         if self.transport is not None and not self.closed:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         """The client caught up: read its requests again."""
-        if self.transport is not None and not self.closed:
+        self.writing_paused = False
+        # Behind a large frame, reading stays paused: the intake resumes it when done.
+        if self.transport is not None and not self.closed and not self.intake.busy:
             self.transport.resume_reading()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -277,13 +307,17 @@ class Session(asyncio.Protocol, SessionRequests):
 
     def release(self) -> None:
         """Destroy every agent of the session (cancelling its open turn), except its durable
-        agents: they are let go as they are, for a later `AttachAgent` (R-R5)."""
+        agents: they are let go as they are, for a later `AttachAgent` (R-R5); with a shared
+        store, out of this worker's memory too (at once, or when their turn comes to rest)."""
         agents, self.agents = self.agents, {}
         kept = 0
+        engine = self.engine_core
         for core in agents.values():
             if attachable(core):
                 core.listener = DETACHED
                 kept += 1
+                if engine.leases is not None:  # a shared store: any worker may take it now
+                    engine.evict(core)
             elif not core.destroyed:
                 core.destroy()
         if agents:
@@ -296,48 +330,11 @@ class Session(asyncio.Protocol, SessionRequests):
             if other is not self and agent_id in other.agents:
                 other.lose(agent_id)
 
-    def lose(self, agent_id: int) -> None:
-        """Another session attached this agent: forget it here, and say so."""
+    def lose(self, agent_id: int, reason: str = "attached elsewhere") -> None:
+        """Another session attached this agent (or another worker holds it now): forget it
+        here, and say so."""
         self.agents.pop(agent_id, None)
-        log.info("agent.detached", agent_id=agent_id, **self.context)
-        self.send({"type": "AgentDetached", "agent_id": agent_id, "reason": "attached elsewhere"})
+        log.info("agent.detached", agent_id=agent_id, reason=reason, **self.context)
+        self.send({"type": "AgentDetached", "agent_id": agent_id, "reason": reason})
 
     # --- requests ----------------------------------------------------------------------------
-
-    def handle(self, frame: dict[str, Any]) -> None:
-        """Answer one request frame with exactly one reply carrying its request_id."""
-        request_id = frame.get("request_id")
-        kind = frame["type"]
-        fields: dict[str, Any] = {}
-        try:
-            kind, fields = parse_request(frame)
-            if self.server.shutting_down:
-                raise TurnloomError(ErrorCode.ServerShuttingDown, "the server is shutting down")
-            if not self.configured and kind != "ConfigureSession":
-                raise TurnloomError(
-                    ErrorCode.SessionNotReady,
-                    f"{kind} before ConfigureSession; configure the session first",
-                )
-            reply = HANDLERS[kind](self, fields)
-        except (FrameError, TurnloomError) as error:
-            reply = error_response(error.code, error.message, request_id)
-        except Rejection as rejection:
-            refusal = rejected(OPERATIONS[kind], fields.get("agent_id"), rejection)
-            reply = error_response(refusal.code, refusal.message, request_id)
-        except RecursionError:  # a value nested too deep to read: refused as embedded
-            refusal = too_deep(OPERATIONS[kind])
-            reply = error_response(refusal.code, refusal.message, request_id)
-        except Exception as exc:
-            # Values no check anticipated; the server stays up and the client learns which.
-            log.exception("request.failed", request_type=kind, **self.context)
-            reply = error_response(
-                ErrorCode.MalformedMessage,
-                f"{kind} could not be processed: {brief(exc)}",
-                request_id,
-            )
-        reply["request_id"] = request_id
-        self.send(reply)
-        if self.auth_failures >= MAX_AUTH_FAILURES:
-            # The refusal above is the last frame: guessing keys costs a connection per try.
-            log.warning("session.auth_locked_out", failures=self.auth_failures, **self.context)
-            self.close()

@@ -14,6 +14,7 @@ import contextlib
 import itertools
 from ssl import SSLContext
 
+from ..engine.agent import AgentCore
 from ..engine.core import EngineCore
 from ..engine.logs import get_logger
 from ..host.aio import AsyncEngine
@@ -58,6 +59,7 @@ class Server:
     async def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
         """Bind and start accepting (port 0 picks a free port; see `address`)."""
         await self.engine.__aenter__()  # binds the engine to this loop
+        self.engine_core.on_lease_lost = self._lease_lost
         if not is_loopback(host):
             log.warning(
                 "server.not_loopback",
@@ -134,6 +136,13 @@ class Server:
         self.sessions[session.session_id] = session
         self._empty.clear()
         return None
+
+    def _lease_lost(self, core: AgentCore) -> None:
+        """Another worker holds `core`'s agent now (this one's lease lapsed): the session that
+        had it here is told AgentDetached, as when another session attaches it."""
+        for session in self.sessions.values():
+            if session.agents.get(core.agent_id) is core:
+                session.lose(core.agent_id, "held by another worker now")
 
     def forget(self, session: Session) -> None:
         """Drop a closed session."""

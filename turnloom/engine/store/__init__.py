@@ -12,7 +12,10 @@ import os
 from .base import Store
 from .sqlite import SQLiteStore
 
-__all__ = ["SQLiteStore", "Store", "open_store"]
+__all__ = ["SHARED_SCHEMES", "SQLiteStore", "Store", "open_store"]
+
+#: The URL schemes `open_store` opens as a shared `RedisStore`.
+SHARED_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def open_store(spec: str | os.PathLike[str] | Store) -> Store:
@@ -20,7 +23,7 @@ def open_store(spec: str | os.PathLike[str] | Store) -> Store:
     a `SQLiteStore` on that path (":memory:" for one that lives as long as the engine)."""
     if isinstance(spec, Store):
         return spec
-    if isinstance(spec, str) and spec.startswith(("redis://", "rediss://", "unix://")):
+    if isinstance(spec, str) and spec.startswith(SHARED_SCHEMES):
         from .redis import RedisStore  # the optional `redis` client: imported only when asked
 
         return RedisStore.from_url(spec)

@@ -1,24 +1,34 @@
-"""The one small interface every store implements.
+"""The small interfaces every store implements.
 
 An engine with a store writes an agent's whole snapshot at the moments that matter (its turn
 paused, its turn completed, its params changed, it was created or restored) and deletes it when
 the agent is destroyed. Each write replaces the agent's previous one atomically, so a crash at
 any instant leaves every agent at its last complete write (R-R3, R-R4). Writes happen on the
 engine loop, before the host hears of the event they record: a pause the host saw is stored.
+
+A `SharedStore` is one several processes (workers) use at once (R-R6, R-X6). There an engine
+holds a lease on every agent it has in memory, and only the holder may write the agent; see
+`engine/leases.py` for how the leases are kept and how pause deadlines fire exactly once.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 
 class Store(ABC):
     """Agents' snapshots by agent id."""
 
+    #: Whether other processes use the same agents (then it is a `SharedStore`).
+    shared: ClassVar[bool] = False
+
     @abstractmethod
-    def save(self, agent_id: int, document: bytes) -> None:
-        """Replace the agent's stored snapshot with `document`, atomically."""
+    def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
+        """Replace the agent's stored snapshot with `document`, atomically. `deadline`: the
+        absolute time its paused turn times out, if it does (a shared store indexes it)."""
 
     @abstractmethod
     def delete(self, agent_id: int) -> None:
@@ -26,8 +36,82 @@ class Store(ABC):
 
     @abstractmethod
     def load_all(self) -> Iterator[tuple[int, bytes]]:
-        """Every stored agent as (agent id, snapshot), in no particular order."""
+        """Every stored agent as (agent id, snapshot), in no particular order (a shared store:
+        every one no live worker holds, each now held by this one)."""
 
     @abstractmethod
     def close(self) -> None:
         """Release the store's connection (its data stays)."""
+
+
+class LeaseLost(Exception):
+    """A write refused by a shared store: another worker holds the agent now (this one's lease
+    lapsed, and the agent was taken over)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What `SharedStore.claim` found.
+
+    `status`: "claimed" (this worker holds the agent now; `document` is its snapshot), "busy"
+    (a live worker, `owner`, holds it; `document` is its snapshot, for checking a token) or
+    "missing" (no such agent is stored)."""
+
+    status: Literal["claimed", "busy", "missing"]
+    document: bytes | None = None
+    owner: str | None = None
+
+
+#: How long a worker's leases last without a renewal, by default (seconds).
+LEASE_S = 5.0
+#: How often a worker looks for due deadlines nobody holds, by default (seconds).
+SWEEP_S = 0.25
+
+
+class SharedStore(Store):
+    """A store several workers share: every agent in a worker's memory is leased to it.
+
+    A worker proves it is alive by `heartbeat` (its lease on all its agents at once expires
+    without one); `claim` takes an agent no live worker holds; writes by a worker that is not
+    the holder raise `LeaseLost`, so a worker whose lease lapsed cannot overwrite the agent's
+    new holder."""
+
+    shared: ClassVar[bool] = True
+
+    #: This worker's name in the store (unique per store object).
+    worker: str
+    #: How long this worker's leases last without a renewal (seconds); it renews every third.
+    lease_s: float = LEASE_S
+    #: How often this worker sweeps for due deadlines nobody holds (seconds).
+    sweep_s: float = SWEEP_S
+
+    @abstractmethod
+    def allocate_id(self, durable: bool) -> int:
+        """A new agent id no worker has given; a durable one is held by this worker already."""
+
+    @abstractmethod
+    def claim(self, agent_id: int, *, adopt: bool = False) -> Claim:
+        """Hold the stored agent unless a live worker does. `adopt`: an agent not stored yet is
+        claimed too (its id is then this worker's to write)."""
+
+    @abstractmethod
+    def release(self, agent_ids: Sequence[int]) -> None:
+        """Let go of these agents (those this worker still holds); their snapshots stay."""
+
+    @abstractmethod
+    def claim_due(self, now: float, limit: int) -> list[tuple[int, bytes]]:
+        """Hold up to `limit` agents whose pause deadline is at or before `now` and that no
+        live worker holds, with their snapshots."""
+
+    @abstractmethod
+    def held(self, agent_ids: Sequence[int]) -> set[int]:
+        """Which of these agents this worker still holds."""
+
+    @abstractmethod
+    def heartbeat(self, lease_s: float) -> bool:
+        """Keep this worker's leases for `lease_s` more seconds; False if they had lapsed (the
+        agents may have been taken over meanwhile: check with `held`)."""
+
+    @abstractmethod
+    def leave(self, agent_ids: Sequence[int]) -> None:
+        """Release these agents and end this worker's lease (on close)."""

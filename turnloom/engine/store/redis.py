@@ -1,47 +1,184 @@
-"""The shared store: Redis, for several processes over one set of agents (needs the `redis`
-client, `pip install 'turnloom[redis]'`).
+"""The shared store: Redis, for several processes (workers) over one set of agents (needs the
+`redis` client, `pip install 'turnloom[redis]'`).
 
-Layout: one hash, `{prefix}:agents`, field = the agent id in decimal, value = its snapshot.
-A save is one `HSET` and a delete one `HDEL`, each atomic in Redis, so every agent is always
-at its last complete write; loading walks the hash with `HSCAN` in batches.
+Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot
+and its deadline index only if this worker holds the agent, so every agent is always at its
+last complete write by its holder (R-R4, R-R6). Loading walks the agents with `HSCAN` in
+batches and claims each batch in one script.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import redis
 
-from .base import Store
+from . import redis_scripts as lua
+from .base import LEASE_S, SWEEP_S, Claim, LeaseLost, SharedStore
+from .worker_name import is_dead_local, new_worker_name
 
 _SCAN_BATCH = 2000
+_SOCKET_TIMEOUT_S = 2.0
 
 
-class RedisStore(Store):
-    """Snapshots in a Redis hash (`{prefix}:agents`)."""
+class RedisStore(SharedStore):
+    """Snapshots in a Redis hash (`{prefix}:agents`), leased to workers (see `base.SharedStore`
+    and `redis_scripts` for the keys)."""
 
-    def __init__(self, client: Any, *, prefix: str = "turnloom") -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = "turnloom",
+        lease_s: float = LEASE_S,
+        sweep_s: float = SWEEP_S,
+    ) -> None:
+        """`client`: a `redis.Redis`; `prefix` starts every key; `lease_s`: how long this
+        worker's leases outlive its last renewal (a dead worker's agents wait that long);
+        `sweep_s`: how often it looks for due deadlines nobody holds."""
+        for name, value in (("lease_s", lease_s), ("sweep_s", sweep_s)):
+            if not isinstance(value, int | float) or not 0.01 <= value <= 3600:
+                raise ValueError(f"RedisStore: {name} must be 0.01 … 3600 seconds, got {value!r}")
+        self.lease_s = float(lease_s)
+        self.sweep_s = float(sweep_s)
         self._client = client
+        self.prefix = prefix
         self.key = f"{prefix}:agents"
+        self._owners = f"{prefix}:owners"
+        self._deadlines = f"{prefix}:deadlines"
+        self._workers = f"{prefix}:worker:"
+        self.worker = new_worker_name()
+        self._scripts = {
+            name: client.register_script(getattr(lua, name))
+            for name in ("CLAIM", "SAVE", "DELETE", "RELEASE", "HELD", "ALLOCATE", "CLAIM_MANY")
+        }
+        self._due = client.register_script(lua.DUE)
 
     @classmethod
-    def from_url(cls, url: str, *, prefix: str = "turnloom") -> RedisStore:
-        """A store on the Redis server at `url` (`redis://host:port/db`)."""
-        return cls(redis.Redis.from_url(url), prefix=prefix)
+    def from_url(
+        cls,
+        url: str,
+        *,
+        prefix: str = "turnloom",
+        lease_s: float = LEASE_S,
+        sweep_s: float = SWEEP_S,
+    ) -> RedisStore:
+        """A store on the Redis server at `url` (`redis://host:port/db`). Its calls give up
+        after a few seconds (the URL's `socket_timeout=` / `socket_connect_timeout=` override
+        them): a Redis that stops answering fails writes, logged, instead of hanging the
+        engine loop."""
+        client = redis.Redis.from_url(
+            url,
+            socket_timeout=_SOCKET_TIMEOUT_S,
+            socket_connect_timeout=_SOCKET_TIMEOUT_S,
+        )
+        return cls(client, prefix=prefix, lease_s=lease_s, sweep_s=sweep_s)
 
-    def save(self, agent_id: int, document: bytes) -> None:
-        """One HSET: atomic."""
-        self._client.hset(self.key, str(agent_id), document)
+    def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        return self._scripts[name](keys=keys, args=args)
+
+    def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
+        """Write the snapshot and its deadline index, if this worker holds the agent."""
+        written = self._run(
+            "SAVE",
+            [self.key, self._owners, self._deadlines],
+            [agent_id, self.worker, document, "" if deadline is None else repr(deadline)],
+        )
+        if not written:
+            raise LeaseLost(f"agent {agent_id} is held by another worker now")
 
     def delete(self, agent_id: int) -> None:
-        """One HDEL."""
-        self._client.hdel(self.key, str(agent_id))
+        """Remove the agent, unless another worker holds it."""
+        if not self._run(
+            "DELETE", [self.key, self._owners, self._deadlines], [agent_id, self.worker]
+        ):
+            raise LeaseLost(f"agent {agent_id} is held by another worker now")
 
     def load_all(self) -> Iterator[tuple[int, bytes]]:
-        """Every field of the hash, by HSCAN."""
-        for field, document in self._client.hscan_iter(self.key, count=_SCAN_BATCH):
-            yield int(field), document
+        """Every agent no live worker holds, each claimed by this one on the way."""
+        batch: list[bytes] = []
+        # The documents are read again by the claim (one may change in between); HSCAN's
+        # NOVALUES would spare this first copy, but needs Redis 7.4.
+        for field, _ in self._client.hscan_iter(self.key, count=_SCAN_BATCH):
+            batch.append(field)
+            if len(batch) >= _SCAN_BATCH:
+                yield from self._claim_many(batch)
+                batch = []
+        if batch:
+            yield from self._claim_many(batch)
+
+    def _claim_many(self, ids: list[bytes]) -> Iterator[tuple[int, bytes]]:
+        claimed, busy = self._run(
+            "CLAIM_MANY", [self.key, self._owners], [self.worker, self._workers, *ids]
+        )
+        if self._reap(busy):  # some were held by a dead process of this machine: try again
+            claimed += self._run(
+                "CLAIM_MANY", [self.key, self._owners], [self.worker, self._workers, *ids]
+            )[0]
+        for i in range(0, len(claimed), 2):
+            yield int(claimed[i]), claimed[i + 1]
+
+    def _reap(self, owners: Sequence[bytes]) -> bool:
+        """End the leases of owners that are dead processes of this machine (see
+        `worker_name`); whether there was any."""
+        dead = {name for name in {o.decode() for o in owners} if is_dead_local(name)}
+        if dead:
+            self._client.delete(*(self._workers + name for name in dead))
+        return bool(dead)
+
+    def allocate_id(self, durable: bool) -> int:
+        """INCR of `{prefix}:next_id` (started past every stored id)."""
+        next_id = f"{self.prefix}:next_id"
+        return int(
+            self._run("ALLOCATE", [next_id, self._owners, self.key], [self.worker, int(durable)])
+        )
+
+    def claim(self, agent_id: int, *, adopt: bool = False) -> Claim:
+        """Take the agent unless a live worker holds it (see `SharedStore.claim`)."""
+        found = self._claim_once(agent_id, adopt)
+        if found.status == "busy" and found.owner and self._reap([found.owner.encode()]):
+            found = self._claim_once(agent_id, adopt)
+        return found
+
+    def _claim_once(self, agent_id: int, adopt: bool) -> Claim:
+        reply = self._run(
+            "CLAIM", [self.key, self._owners], [agent_id, self.worker, self._workers, int(adopt)]
+        )
+        status = reply[0].decode()
+        if status == "missing":
+            return Claim("missing")
+        document = reply[1] or None
+        owner = reply[2].decode() if status == "busy" else None
+        return Claim(status, document, owner)
+
+    def release(self, agent_ids: Sequence[int]) -> None:
+        """Remove the owner fields that name this worker."""
+        if agent_ids:
+            self._run("RELEASE", [self._owners], [self.worker, *agent_ids])
+
+    def claim_due(self, now: float, limit: int) -> list[tuple[int, bytes]]:
+        """The due ids (`ZRANGEBYSCORE`), then those no live worker holds, claimed."""
+        due = self._due(keys=[self._deadlines], args=[repr(now), limit])
+        return list(self._claim_many(due)) if due else []
+
+    def held(self, agent_ids: Sequence[int]) -> set[int]:
+        """Which of these this worker holds, by their owner fields."""
+        if not agent_ids:
+            return set()
+        return {int(i) for i in self._run("HELD", [self._owners], [self.worker, *agent_ids])}
+
+    def heartbeat(self, lease_s: float) -> bool:
+        """`SET {prefix}:worker:NAME 1 PX lease GET`: False if the key had expired."""
+        previous = self._client.set(
+            self._workers + self.worker, 1, px=max(1, int(lease_s * 1000)), get=True
+        )
+        return previous is not None
+
+    def leave(self, agent_ids: Sequence[int]) -> None:
+        """Release the agents and delete this worker's key."""
+        self.release(agent_ids)
+        self._client.delete(self._workers + self.worker)
 
     def close(self) -> None:
         """Close the client's connections."""

@@ -52,8 +52,9 @@ class SQLiteStore(Store):
             self._db.close()
             raise ValueError(f"{path}: store schema {found}, this turnloom reads {SCHEMA_VERSION}")
 
-    def save(self, agent_id: int, document: bytes) -> None:
-        """One autocommit statement: the row is replaced atomically."""
+    def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
+        """One autocommit statement: the row is replaced atomically (one process: the
+        deadline needs no index)."""
         self._db.execute(
             "INSERT OR REPLACE INTO turnloom_agents (agent_id, document) VALUES (?, ?)",
             (agent_id, document),

@@ -1,0 +1,247 @@
+"""The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
+
+Three sets, each with its own tools (string, integer, boolean and enum arguments between them)
+and lines of which about half call for one tool and the rest for none, many of those mentioning
+the tools' words ("the north door looks old") to catch a model that matches words, not intent:
+
+- **game** (44 lines, 4 tools): the set the `score` decision was developed on;
+- **shop** (22 lines, 3 tools): the customer lines of `bench.llama_bench`, looked at while
+  developing (so no longer unseen);
+- **craft** (28 lines, 4 tools, an inventory/crafting domain): held out, written before the
+  tuning it checks and never tuned on. Its figures are the honest ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: (name, description, [(argument, type, description)])
+ToolSpec = tuple[str, str, list[tuple[str, str, str]]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A player line and what it calls for: a tool and the accepted values of each argument
+    (None: no tool)."""
+
+    line: str
+    tool: str | None = None
+    arguments: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """One domain: its tools, the enums among their arguments, a system prompt and the lines."""
+
+    name: str
+    note: str
+    tools: list[ToolSpec]
+    enums: dict[tuple[str, str], tuple[str, ...]]
+    cases: list[Case]
+    system_prompt: str = ""
+
+
+def _call(line: str, tool: str, **arguments: Any) -> Case:
+    accepted = {k: v if isinstance(v, tuple) else (v,) for k, v in arguments.items()}
+    return Case(line, tool, accepted)
+
+
+def _enum(description: str, values: tuple[str, ...]) -> str:
+    """A string argument's description that declares its values (see `tool_decision`)."""
+    return f"{description}, one of: {', '.join(values)}."
+
+
+DIRECTIONS = ("north", "south", "east", "west")
+
+GAME = PromptSet(
+    "game",
+    "tuned on",
+    [
+        ("open_door", "Open or unlock a door.", [("door", "string", "Which door, e.g. 'north'.")]),
+        (
+            "give_item",
+            "Give the player some items.",
+            [("item", "string", "The item, e.g. 'apple'."), ("count", "integer", "How many.")],
+        ),
+        ("set_torch", "Light the torch or put it out.", [("lit", "boolean", "true to light it.")]),
+        (
+            "move",
+            "Walk the party in a direction.",
+            [("direction", "string", _enum("Where to go", DIRECTIONS))],
+        ),
+    ],
+    {("move", "direction"): DIRECTIONS},
+    [
+        _call("Open the north door.", "open_door", door=("north", "north door")),
+        _call(
+            "Could you unlock the cellar door for me?", "open_door", door=("cellar", "cellar door")
+        ),
+        _call("Please open the iron gate.", "open_door", door=("iron gate", "gate")),
+        _call("Let me through the red door.", "open_door", door=("red", "red door")),
+        _call("Open the kitchen door, quick!", "open_door", door=("kitchen", "kitchen door")),
+        _call("Unlock the tower door.", "open_door", door=("tower", "tower door")),
+        _call("Give me three apples.", "give_item", item=("apples", "apple"), count=3),
+        _call("Hand me 2 torches, please.", "give_item", item=("torches", "torch"), count=2),
+        _call("I'll take one sword.", "give_item", item=("sword", "swords"), count=1),
+        _call("Give me 5 arrows.", "give_item", item=("arrows", "arrow"), count=5),
+        _call("Can I have four potions?", "give_item", item=("potions", "potion"), count=4),
+        _call("Light the torch.", "set_torch", lit=True),
+        _call("Put out the torch.", "set_torch", lit=False),
+        _call("Blow out the torch, it is too bright.", "set_torch", lit=False),
+        _call("Light your torch, it's dark in here.", "set_torch", lit=True),
+        _call("Extinguish the torch now.", "set_torch", lit=False),
+        _call("Walk north.", "move", direction="north"),
+        _call("Let's head east.", "move", direction="east"),
+        _call("Go south to the river.", "move", direction="south"),
+        _call("Move west, away from the wolves.", "move", direction="west"),
+        _call("Take me north to the village.", "move", direction="north"),
+        _call("Run east!", "move", direction="east"),
+        # plain talk
+        Case("Hello there!"),
+        Case("How are you today?"),
+        Case("What is your name?"),
+        Case("Tell me a story about the old castle."),
+        Case("Thank you, friend."),
+        Case("What do you think of the king?"),
+        Case("I like your hat."),
+        Case("Goodbye for now."),
+        Case("Who built this tavern?"),
+        Case("Is it going to rain tomorrow?"),
+        # talk that mentions the tools' words
+        Case("The north door looks old, doesn't it?"),
+        Case("Who gave you that sword?"),
+        Case("I love the smell of a torch burning."),
+        Case("Why is the cellar door always locked?"),
+        Case("My father never gave me anything."),
+        Case("Which way is north, anyway?"),
+        Case("That torch of yours is very bright."),
+        Case("Doors in this town are painted red."),
+        Case("Do you ever walk east of the river?"),
+        Case("I once had three apples and a sword."),
+        Case("Don't open anything, just talk to me."),
+        Case("What happens if someone lights a torch in the library?"),
+    ],
+)
+
+SHOP = PromptSet(
+    "shop",
+    "seen while tuning",
+    [
+        (
+            "check_stock",
+            "Look up how many of an item the shop has, and its price.",
+            [("item", "string", "The item, e.g. 'sword'.")],
+        ),
+        (
+            "haggle",
+            "Offer the customer a price for an item.",
+            [("item", "string", "The item."), ("gold", "integer", "The price offered, in gold.")],
+        ),
+        ("close_shop", "Close the shop for the night.", []),
+    ],
+    {},
+    [
+        _call("Do you sell swords?", "check_stock", item=("swords", "sword")),
+        _call("How many shields do you have?", "check_stock", item=("shields", "shield")),
+        _call("Is there any rope in stock?", "check_stock", item="rope"),
+        _call("What does a lantern cost here?", "check_stock", item=("lantern", "lanterns")),
+        _call(
+            "Have you got healing potions?",
+            "check_stock",
+            item=("healing potions", "healing potion", "potions", "potion"),
+        ),
+        _call("Do you still have that oak bow?", "check_stock", item=("oak bow", "bow")),
+        _call("Check if you have arrows, please.", "check_stock", item=("arrows", "arrow")),
+        _call("I'll give you 30 gold for the helmet.", "haggle", item="helmet", gold=30),
+        _call("Would you take 12 gold for a dagger?", "haggle", item="dagger", gold=12),
+        _call("Can you go down to 5 gold for the torch?", "haggle", item="torch", gold=5),
+        _call("It's late, please close the shop.", "close_shop"),
+        _call("Time to lock up for the night, Mira.", "close_shop"),
+        _call("Any chainmail left?", "check_stock", item="chainmail"),
+        Case("Hello there!"),
+        Case("What a lovely day it is."),
+        Case("Who are you?"),
+        Case("Thank you, goodbye!"),
+        Case("Tell me about this town."),
+        Case("How long have you been a shopkeeper?"),
+        Case("The weather is terrible today."),
+        Case("Have you heard any rumours lately?"),
+        Case("My name is Arin, nice to meet you."),
+    ],
+    "You are Mira, a shopkeeper. Use a tool when the customer's request needs one.",
+)
+
+HANDS = ("left", "right")
+
+CRAFT = PromptSet(
+    "craft",
+    "held out",
+    [
+        (
+            "craft_item",
+            "Craft an item at the workbench.",
+            [
+                ("item", "string", "The item to craft, e.g. 'rope'."),
+                ("quantity", "integer", "How many to craft."),
+            ],
+        ),
+        ("drop_item", "Drop an item from the backpack.", [("item", "string", "The item.")]),
+        (
+            "equip",
+            "Equip a weapon or tool in one hand.",
+            [
+                ("item", "string", "The item to hold."),
+                ("hand", "string", _enum("Which hand", HANDS)),
+            ],
+        ),
+        (
+            "set_autosort",
+            "Turn automatic backpack sorting on or off.",
+            [("enabled", "boolean", "true to turn it on.")],
+        ),
+    ],
+    {("equip", "hand"): HANDS},
+    [
+        _call("Craft two ropes.", "craft_item", item=("ropes", "rope"), quantity=2),
+        _call("Make me 4 arrows at the bench.", "craft_item", item=("arrows", "arrow"), quantity=4),
+        _call(
+            "Could you build a wooden shield?",
+            "craft_item",
+            item=("wooden shield", "shield"),
+            quantity=1,
+        ),
+        _call(
+            "I need three bandages, can you make them?",
+            "craft_item",
+            item=("bandages", "bandage"),
+            quantity=3,
+        ),
+        _call("Craft a torch.", "craft_item", item=("torch", "torches"), quantity=1),
+        _call("Drop the heavy stone.", "drop_item", item=("heavy stone", "stone")),
+        _call("Get rid of the rotten apple.", "drop_item", item=("rotten apple", "apple")),
+        _call("Throw away that broken sword.", "drop_item", item=("broken sword", "sword")),
+        _call("Equip the axe in your left hand.", "equip", item="axe", hand="left"),
+        _call("Hold the lantern in the right hand.", "equip", item="lantern", hand="right"),
+        _call("Put the dagger in my left hand.", "equip", item="dagger", hand="left"),
+        _call("Turn on auto sorting.", "set_autosort", enabled=True),
+        _call("Stop sorting my backpack automatically.", "set_autosort", enabled=False),
+        _call("Switch backpack sorting off.", "set_autosort", enabled=False),
+        Case("Good morning!"),
+        Case("Where did you learn to cook?"),
+        Case("What's your favourite colour?"),
+        Case("Thanks for the help."),
+        Case("Tell me about the mountains."),
+        Case("Nice weather for travelling."),
+        Case("My backpack is so heavy these days."),
+        Case("Crafting is my favourite hobby."),
+        Case("I dropped my ring in the lake last year."),
+        Case("Is the axe sharper than the sword?"),
+        Case("Who taught you to make arrows?"),
+        Case("My left hand still hurts from the fall."),
+        Case("Do you keep your things sorted?"),
+        Case("Never craft anything on a Sunday."),
+    ],
+)
+
+SETS = {s.name: s for s in (GAME, SHOP, CRAFT)}

@@ -1,0 +1,179 @@
+"""Several workers over one Redis store (SPEC R-R6, R-X6): what the store costs a worker, what
+a second worker adds, what one turn costs Redis, and how long an agent takes to move.
+
+    python -m bench.workers [--turns 6000] [--agents 64] [--moves 300]
+
+Every configuration runs real `python -m turnloom serve --mock` processes and the same load:
+`--agents` agents driven at once through the asyncio client (one connection per worker, the
+agents spread evenly), each turn a user message that pauses at "gate", a resume, and the
+reply "ok" (every turn checked: paused, then answered "ok"). Configurations:
+
+* 1 worker, no store (`durable=False` agents): the baseline;
+* 1 worker, `--store FILE.db` (SQLite, one process only);
+* 1 worker, `--store redis://`;
+* 2 workers, `--store redis://`, half the agents on each.
+
+With Redis, the server's own counters (`INFO`: commands processed, CPU) give the commands and
+Redis CPU per turn, and from that the turns per second one Redis core could carry for this
+workload. Moves: an agent paused on worker A whose session closes, then `AttachAgent` on
+worker B (the claim, the read, the restore): p50 / p99 of the attach round trip.
+
+All processes share this machine's cores (2 on the project's VM): the 2-worker row shows what
+the protocol costs, not what two machines would give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python bench/workers.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import turnloom as tl
+from bench._common import pause_then_canned, print_table, redis_server
+from bench.wire_bench import play_turns, start_server
+
+
+@contextmanager
+def started(count: int, *options: str) -> Iterator[list[tuple[str, int]]]:
+    """`count` servers with `options`; their addresses."""
+    procs = []
+    try:
+        for _ in range(count):
+            procs.append(start_server(*options))
+        yield [address for _, address in procs]
+    finally:
+        for proc, _ in procs:
+            proc.terminate()
+            proc.wait(10)
+
+
+async def drive(addresses: list[tuple[str, int]], agents: int, turns: int, durable: bool) -> float:
+    """`turns` turns over `agents` agents spread on `addresses`; turns per second."""
+    remotes = [await tl.connect_async(*address) for address in addresses]
+    try:
+        handles = [
+            await remotes[i % len(remotes)].create_agent(pause_then_canned(), durable=durable)
+            for i in range(agents)
+        ]
+        return await play_turns(handles, turns)
+    finally:
+        for remote in remotes:
+            await remote.aclose()
+
+
+async def moves(a: tuple[str, int], b: tuple[str, int], count: int) -> list[float]:
+    """Seconds per AttachAgent on `b` of an agent paused on `a` whose session closed."""
+    async with await tl.connect_async(*a) as first:
+        tokens = []
+        for _ in range(count):
+            agent = await first.create_agent(pause_then_canned(), durable=True)
+            assert (await agent.send_message("hi")).pause is not None
+            tokens.append((agent.agent_id, agent.resume_token))
+    samples = []
+    async with await tl.connect_async(*b) as second:
+        for agent_id, token in tokens:
+            for _ in range(100):  # A may still be letting go of the first ones
+                try:
+                    start = time.perf_counter()
+                    moved = await second.attach_agent(agent_id, token)
+                    samples.append(time.perf_counter() - start)
+                    break
+                except tl.TurnloomError as error:
+                    if error.code != tl.ErrorCode.AgentBusy:
+                        raise
+                    await asyncio.sleep(0.01)
+            else:
+                raise AssertionError(f"agent {agent_id} never let go")
+            assert (await moved.resume()).result.text == "ok"
+    return samples
+
+
+def redis_counters(url: str) -> tuple[int, float]:
+    """(commands processed, CPU seconds used) of the Redis server at `url`."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    stats, cpu = client.info("stats"), client.info("cpu")
+    client.close()
+    return stats["total_commands_processed"], cpu["used_cpu_sys"] + cpu["used_cpu_user"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=6000)
+    parser.add_argument("--agents", type=int, default=64)
+    parser.add_argument("--moves", type=int, default=300)
+    args = parser.parse_args(argv)
+    server = redis_server()
+    if server is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    redis_proc, url = server
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as work, ExitStack():
+            configs: list[tuple[str, int, tuple[str, ...], bool]] = [
+                ("1 worker, no store", 1, (), False),
+                ("1 worker, SQLite store", 1, ("--store", str(Path(work) / "game.db")), True),
+                ("1 worker, Redis store", 1, ("--store", url), True),
+                ("2 workers, Redis store", 2, ("--store", url), True),
+            ]
+            baseline = None
+            for label, count, options, durable in configs:
+                with started(count, *options) as addresses:
+                    before = redis_counters(url)
+                    rate = asyncio.run(drive(addresses, args.agents, args.turns, durable))
+                    after = redis_counters(url)
+                baseline = baseline or rate
+                turns = args.turns // args.agents * args.agents
+                commands = (after[0] - before[0]) / turns
+                cpu_us = (after[1] - before[1]) / turns * 1e6
+                uses_redis = url in options
+                rows.append(
+                    [
+                        label,
+                        f"{rate:,.0f}",
+                        f"{rate / baseline:.2f}x",
+                        f"{commands:.1f}" if uses_redis else "-",
+                        f"{cpu_us:.0f} µs" if uses_redis else "-",
+                        f"{1e6 / cpu_us:,.0f}" if uses_redis and cpu_us > 0 else "-",
+                    ]
+                )
+            with started(2, "--store", url) as (a, b):
+                samples = asyncio.run(moves(a, b, args.moves))
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(10)
+    print(
+        f"{args.agents} agents at once, {args.turns} turns (pause -> resume -> 'ok'), "
+        "asyncio client, each configuration a fresh set of `serve --mock` processes"
+    )
+    print_table(
+        [
+            "configuration",
+            "turns/s",
+            "vs no store",
+            "Redis commands/turn",
+            "Redis CPU/turn",
+            "turns/s per Redis core",
+        ],
+        rows,
+    )
+    ms = sorted(s * 1000 for s in samples)
+    p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+    print(
+        f"\nAttachAgent on worker B of an agent paused on A (session closed), {len(ms)} moves: "
+        f"p50 {statistics.median(ms):.2f} ms, p99 {p99:.2f} ms (each then resumed: 'ok')"
+    )
+
+
+if __name__ == "__main__":
+    main()

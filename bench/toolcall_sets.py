@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.llama_bench import TOOLS_SPEC
+
 #: (name, description, [(argument, type, description)])
 ToolSpec = tuple[str, str, list[tuple[str, str, str]]]
 
@@ -127,19 +129,7 @@ GAME = PromptSet(
 SHOP = PromptSet(
     "shop",
     "seen while tuning",
-    [
-        (
-            "check_stock",
-            "Look up how many of an item the shop has, and its price.",
-            [("item", "string", "The item, e.g. 'sword'.")],
-        ),
-        (
-            "haggle",
-            "Offer the customer a price for an item.",
-            [("item", "string", "The item."), ("gold", "integer", "The price offered, in gold.")],
-        ),
-        ("close_shop", "Close the shop for the night.", []),
-    ],
+    TOOLS_SPEC,  # llama_bench's shop tools
     {},
     [
         _call("Do you sell swords?", "check_stock", item=("swords", "sword")),

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 import turnloom as tl
+from turnloom.engine.core import EngineCore
 
 #: Tools the ToolCall tests offer: one with typed parameters, one without.
 SET_LIGHT = tl.ToolDefinition(
@@ -78,3 +82,18 @@ def nested(depth: int = 5000, kind: type = list, leaf: Any = 0) -> Any:
     for _ in range(depth):
         value = {"k": value} if kind is dict else kind([value])
     return value
+
+
+def blocked_prepare(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Make `EngineCore.prepare_agent` (a graph's checks and compile, on the worker thread)
+    wait until released: (started, release)."""
+    started, release = threading.Event(), threading.Event()
+    prepare = EngineCore.prepare_agent
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        assert release.wait(10)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(EngineCore, "prepare_agent", waiting)
+    return started, release

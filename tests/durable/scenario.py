@@ -42,8 +42,8 @@ def model() -> tl.MockModel:
     return tl.MockModel("mock", fallback=reply)
 
 
-def graph(kind: str) -> tl.GraphDescription:
-    """The graph of one kind of agent."""
+def graph(kind: str, timeout_ms: int = TIMEOUT_MS) -> tl.GraphDescription:
+    """The graph of one kind of agent (a "deadline" one times out after `timeout_ms`)."""
     g = tl.GraphDescription()
     if kind == "await":
         g.add_node(
@@ -55,7 +55,7 @@ def graph(kind: str) -> tl.GraphDescription:
             ),
         )
     else:
-        timeout = TIMEOUT_MS if kind == "deadline" else 0
+        timeout = timeout_ms if kind == "deadline" else 0
         g.add_node(
             "act",
             tl.PauseParams(

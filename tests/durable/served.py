@@ -60,27 +60,8 @@ def kill_9(proc: subprocess.Popen[str]) -> None:
 
 
 def graph(kind: str, deadline_ms: int = DEADLINE_MS) -> tl.GraphDescription:
-    g = tl.GraphDescription()
-    if kind == "await":
-        params = tl.ToolCallParams(
-            tools=[scenario.LOOK],
-            disposition=tl.ToolCallDisposition.AwaitResult,
-            tool_called_exit="answer",
-        )
-        g.add_node("act", params)
-    else:
-        timeout = deadline_ms if kind == "deadline" else 0
-        g.add_node(
-            "act",
-            tl.PauseParams(
-                default_exit="answer",
-                pause_timeout_ms=timeout,
-                timeout_exit="late" if timeout else "",
-            ),
-        )
-        g.add_node("late", tl.CannedResponseParams(lines=["Too late."]))
-    g.add_node("answer", tl.GenerateParams(system_prompt="Mira"))
-    return g.set_start_node("act").set_default_model_name("mock")
+    """`scenario`'s graph of one kind, with a wall-clock deadline."""
+    return scenario.graph(kind, deadline_ms)
 
 
 def message(kind: str, index: int) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import turnloom as tl
+from tests.helpers import blocked_prepare
 from turnloom.engine.core import EngineCore
 from turnloom.engine.param_change import HEAVY
 from turnloom.host import aio
@@ -80,18 +81,10 @@ def test_a_heavy_graph_is_prepared_on_a_worker_thread_a_light_one_on_the_loop(
 def test_the_loop_serves_other_agents_while_a_heavy_graph_is_prepared(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    started, release = threading.Event(), threading.Event()
-    prepare = EngineCore.prepare_agent
-
-    def waiting(*args: Any, **kwargs: Any) -> Any:
-        started.set()
-        assert release.wait(10)
-        return prepare(*args, **kwargs)
-
     async def main() -> None:
         async with tl.AsyncEngine(tl.MockModel("mock")) as engine:
             other = await engine.create_agent(lines_graph(3))
-            monkeypatch.setattr(EngineCore, "prepare_agent", waiting)
+            started, release = blocked_prepare(monkeypatch)
             creating = asyncio.ensure_future(engine.create_agent(lines_graph(MANY)))
             while not started.is_set():
                 await asyncio.sleep(0.001)

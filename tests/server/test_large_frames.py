@@ -9,7 +9,6 @@ import asyncio
 import gc
 import itertools
 import struct
-import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ import msgpack
 import pytest
 
 import turnloom as tl
+from tests.helpers import blocked_prepare
 from tests.wire import pause_graph_wire
 from turnloom.engine.core import EngineCore
 from turnloom.protocol.frames import FrameError, decode_body
@@ -176,20 +176,6 @@ def test_replies_keep_request_order_behind_a_large_create_agent() -> None:
         assert [r["agent_id"] for r in replies[:4] if "agent_id" in r] == [1, 1, 2, 3]
 
     run(scenario)
-
-
-def blocked_prepare(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
-    """Make the worker's graph compile wait: (started, release)."""
-    started, release = threading.Event(), threading.Event()
-    prepare = EngineCore.prepare_agent
-
-    def waiting(*args: Any, **kwargs: Any) -> Any:
-        started.set()
-        assert release.wait(10)
-        return prepare(*args, **kwargs)
-
-    monkeypatch.setattr(EngineCore, "prepare_agent", waiting)
-    return started, release
 
 
 async def until(condition: Callable[[], bool]) -> None:

@@ -124,6 +124,8 @@ def check_batch(
     Linear in the batch and the pending calls: a batch is refused in time proportional to its
     size, whatever it holds.
     """
+    if not batch and not info.awaits_results:
+        return {}  # a plain resume of a plain pause, the common case
     expected = [call.call_id for call in info.pending_calls] if info.awaits_results else []
     received = [r.call_id for r in batch]
     where = f"agent {agent_id}: node '{info.node_name}'"

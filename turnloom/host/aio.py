@@ -17,6 +17,7 @@ from ..engine.clock import Clock
 from ..engine.collector import CollectorPause
 from ..engine.core import EngineCore
 from ..engine.dialog_data import dialog_to_messages
+from ..engine.gil import run_switching_often
 from ..engine.graph import GraphDescription
 from ..engine.param_change import (
     HEAVY,
@@ -111,12 +112,16 @@ class AsyncAgent(AsyncAgentAPI):
         step = self._waiter()
         # Inline: a walk that pauses or ends without a model does so before this returns.
         turn = self._do("send_message", self._core.send_message, text, step, True)
+        if step.done():  # the walk paused or ended inline
+            return step.result()
         return await _step(turn, step)
 
     async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
         """Resume the paused turn, plainly or jumping to `resume_node`; return at the next step."""
         step = self._waiter()
         turn = self._do("resume", self._core.resume, resume_node, tool_results, step, True)
+        if step.done():
+            return step.result()
         return await _step(turn, step)
 
     async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
@@ -145,7 +150,7 @@ class AsyncAgent(AsyncAgentAPI):
         refusals as `_do` gives them."""
         pause = CollectorPause()
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await asyncio.to_thread(run_switching_often, fn, *args)
         except Rejection as rejection:
             raise rejected(operation, self._core.agent_id, rejection) from None
         except RecursionError:
@@ -291,6 +296,7 @@ class AsyncEngine(AsyncEngineAPI):
             pause = CollectorPause()
             try:
                 plan = await asyncio.to_thread(
+                    run_switching_often,
                     self.core.prepare_agent,
                     graph,
                     max_steps_per_turn=max_steps_per_turn,

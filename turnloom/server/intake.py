@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ..engine.collector import CollectorPause
+from ..engine.gil import run_switching_often
 from ..engine.logs import get_logger
 from ..protocol.frames import FrameError, LargeBody
 from ..protocol.slices import DECODE_SLICE_BYTES, BodyDecode, Teardown
@@ -189,7 +190,7 @@ class Intake:
 
         # Not run_in_executor: the asyncio future it chains refers to the executor's and back,
         # a cycle that would keep the pause (and the collector off) if the loop closed first.
-        worker().submit(job).add_done_callback(back)
+        worker().submit(run_switching_often, job).add_done_callback(back)
 
     def _job_done(
         self,

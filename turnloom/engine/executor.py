@@ -89,7 +89,7 @@ async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
                 if turn.state is not TurnState.RUNNING:
                     return
             params = agent.params[node]
-            started = time.perf_counter()
+            started = time.perf_counter() if turn.debug_nodes is not None else 0.0
             outcome = await run_node(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
             if next_node is None:
@@ -118,7 +118,7 @@ def _walk_inline(agent: TurnOwner, turn: Turn, node: str) -> str | None:
             if not isinstance(params, INLINE_NODES) or (turn.steps + 1) % _STEPS_PER_YIELD == 0:
                 return node
             _count_step(agent, turn, node)
-            started = time.perf_counter()
+            started = time.perf_counter() if turn.debug_nodes is not None else 0.0
             outcome = run_node_inline(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
             if next_node is None:

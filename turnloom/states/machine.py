@@ -155,7 +155,7 @@ def fire(turn: StatefulTurn, trigger: Trigger) -> TurnState:
         raise IllegalTransition(str(trigger), str(turn.state))
     for dest, conditions in routes:
         # As `transitions.Condition.check` does for a property: its value must equal the target.
-        if all(getattr(turn, name) == target for name, target in conditions):
+        if not conditions or all(getattr(turn, name) == target for name, target in conditions):
             _set_state(dest, turn)
             return turn.state
     # The table's rows for one trigger and source have complementary conditions.

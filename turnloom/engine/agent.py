@@ -137,7 +137,8 @@ class AgentCore:
 
     def _check(self, trigger: Trigger, operation: str) -> None:
         self.check_alive(operation)
-        check(self.turn, trigger, f"agent {self.agent_id}: {operation} refused")
+        if not is_legal(self.turn.state, trigger):  # the message is only built for a refusal
+            check(self.turn, trigger, f"agent {self.agent_id}: {operation} refused")
 
     def check_at_rest(self, operation: str) -> None:
         """Refuse `operation` unless the agent is idle or paused: the states `edit` is legal in

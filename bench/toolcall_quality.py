@@ -131,9 +131,14 @@ class Run:
         ]
 
 
+def _param(tl: Any, pset: PromptSet, tool: str, spec: tuple[str, str, str]) -> Any:
+    """A declared parameter, with its `enum` if the set lists its values."""
+    return tl.ToolParamDefinition(*spec, enum=list(pset.enums.get((tool, spec[0]), ())))
+
+
 def _graph(tl: Any, pset: PromptSet, decision: str | None) -> Any:
     tools = [
-        tl.ToolDefinition(name, desc, [tl.ToolParamDefinition(*p) for p in params])
+        tl.ToolDefinition(name, desc, [_param(tl, pset, name, p) for p in params])
         for name, desc, params in pset.tools
     ]
     options: dict[str, Any] = {} if decision is None else {"decision": decision}

@@ -34,6 +34,8 @@ MAX_TOKENS = 32768
 MAX_TOOLS = 128
 #: Parameters one tool may declare.
 MAX_TOOL_PARAMETERS = 64
+#: The most values one tool parameter's `enum` may list.
+MAX_ENUM_VALUES = 64
 #: Lines one CannedResponse node may hold.
 MAX_LINES = 1024
 
@@ -207,6 +209,18 @@ def _tool_param_type_error(value: str) -> str | None:
     return f"must be one of {TOOL_PARAM_TYPES}, got {brief(value)}"
 
 
+def _enum_error(values: list[str]) -> str | None:
+    """Non-empty strings, none twice (a `string` parameter's allowed values; empty: any)."""
+    seen: set[str] = set()
+    for i, value in enumerate(values):
+        if not value:
+            return f"item {i} must not be empty"
+        if value in seen:
+            return f"item {i} repeats {brief(value)}"
+        seen.add(value)
+    return None
+
+
 def _identifier_error(value: str) -> str | None:
     """Not empty (nor only spaces)."""
     return None if value.strip() else "must not be empty"
@@ -219,6 +233,19 @@ class ToolParamDefinition(Declared):
     name: str = param("", check=_identifier_error, doc="the argument's name")
     type: str = param("string", check=_tool_param_type_error, doc="its JSON Schema type")
     description: str = param("", doc="what it means, for the model")
+    enum: list[str] = param(
+        default_factory=list,
+        max_len=MAX_ENUM_VALUES,
+        check=_enum_error,
+        doc="for a string: the only values it may take (JSON Schema `enum`; none = any)",
+    )
+
+    def json_schema(self) -> dict[str, Any]:
+        """The parameter's JSON Schema (its `enum` only for a string)."""
+        schema: dict[str, Any] = {"type": self.type, "description": self.description}
+        if self.enum and self.type == "string":
+            schema["enum"] = list(self.enum)
+        return schema
 
 
 @dataclass(slots=True)
@@ -240,10 +267,7 @@ class ToolDefinition(Declared):
                 "description": self.description,
                 "parameters": {
                     "type": "object",
-                    "properties": {
-                        p.name: {"type": p.type, "description": p.description}
-                        for p in self.parameters
-                    },
+                    "properties": {p.name: p.json_schema() for p in self.parameters},
                     "required": [p.name for p in self.parameters],
                 },
             },

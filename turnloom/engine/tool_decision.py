@@ -18,7 +18,8 @@ few-shot prompt (`ModelBackend.score_choices`):
    starting with the line's first word, not starting or ending with a filler word or a word
    of the action's label, nor holding a number when the tool has a numeric argument),
    followed greedily along the model's likeliest tokens;
-   booleans and enums (a string whose description lists its values as ``one of: a, b, c``)
+   booleans and enums (a string with an `enum`, or whose description lists its values as
+   ``one of: a, b, c``)
    are scored and calibrated like the tools; integers and numbers are chosen among those the
    line spells (digits or number words), or are 1 if it spells none.
 
@@ -119,9 +120,12 @@ def resolve_decision(
 
 
 def enum_values(param: ToolParamDefinition) -> tuple[str, ...]:
-    """The values a string parameter's description lists as ``one of: a, b, c`` (else none)."""
+    """A string parameter's allowed values: its `enum`, else those its description lists as
+    ``one of: a, b, c`` (else none)."""
     if param.type != "string":
         return ()
+    if param.enum:
+        return tuple(param.enum)
     found = _ENUM.search(param.description)
     if not found:
         return ()

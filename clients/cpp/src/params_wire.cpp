@@ -54,6 +54,7 @@ template <class V> void Fields(V& v, ToolParamDefinition& p) {
   v("name", p.name);
   v("type", p.type);
   v("description", p.description);
+  v("enum", p.enum_values);
 }
 template <class V> void Fields(V& v, ToolDefinition& p) {
   v("name", p.name);

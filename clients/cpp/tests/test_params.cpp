@@ -24,7 +24,7 @@ TEST(all_node_types_round_trip) {
   CannedResponseParams canned{{"one", "two"}, Selection::Cycle, ""};
   ToolCallParams tool;
   tool.tools = {ToolDefinition{"set_light", "Turn a light on or off.",
-                               {{"name", "string", "Which."}, {"on", "boolean", ""}}}};
+                               {{"name", "string", "Which.", {"kitchen", "hall"}}, {"on", "boolean", ""}}}};
   tool.disposition = ToolCallDisposition::NotifyAndAcknowledge;
   tool.mode = ToolCallMode::DetectOnly;
   tool.system_prompt = "You control lights.";

@@ -53,6 +53,7 @@ struct ToolParamDefinition {
   std::string name;
   std::string type = "string";  // string, boolean, integer, number, array, object
   std::string description;
+  std::vector<std::string> enum_values;  // "enum": a string's only values (empty: any)
 };
 
 struct ToolDefinition {

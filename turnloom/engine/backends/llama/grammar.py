@@ -54,7 +54,9 @@ def _constrained_schema(schema: object, max_chars: int = _MAX_STRING_CHARS) -> d
         prop = dict(prop) if isinstance(prop, Mapping) else {}
         prop.pop("description", None)
         kind = prop.get("type")
-        if kind == "string":
+        if kind == "string" and prop.get("enum"):
+            prop = {"enum": list(prop["enum"])}  # one of the listed values, whole
+        elif kind == "string":
             # A required string left empty is no answer: small models pick "" greedily.
             prop.setdefault("minLength", 1)
             prop.setdefault("maxLength", max_chars)
@@ -105,12 +107,18 @@ def call_skeletons(
         fn = tool.get("function", tool)
         props = _constrained_schema(fn.get("parameters"))["properties"]
         strings = sum(1 for prop in props.values() if prop.get("type") == "string")
-        skeleton = {k: _SKELETON_VALUES.get(p.get("type", "object"), {}) for k, p in props.items()}
+        skeleton = {k: _skeleton_value(p) for k, p in props.items()}
         call = json.dumps({"name": fn.get("name"), markup.arguments_key: skeleton})
         if len(tools) == 1:  # the head is forced as prompt, not sampled
             call = call[len(markup.head(fn["name"])) - len(markup.list_open) :]
         skeletons.append((call + markup.tail, strings))
     return skeletons
+
+
+def _skeleton_value(prop: Mapping[str, Any]) -> object:
+    if "enum" in prop:  # sampled whole: the longest of the values
+        return max(prop["enum"], key=lambda v: len(json.dumps(v)))
+    return _SKELETON_VALUES.get(prop.get("type", "object"), {})
 
 
 # Most bytes one value of each type can take in the grammar (the converter bounds numbers to 16
@@ -141,7 +149,9 @@ def call_token_bound(
         size = len(head.encode("utf-8")) + 2 + len(markup.tail.encode("utf-8"))  # "{", "}"
         for name, prop in props.items():
             kind = prop.get("type")
-            if kind == "string":
+            if "enum" in prop:
+                value = max(len(json.dumps(v).encode("utf-8")) for v in prop["enum"])
+            elif kind == "string":
                 value = 2 + cap * _CHAR_BYTES
             else:
                 value = _VALUE_BYTES.get(str(kind), _OPEN_VALUE_BYTES)

@@ -80,6 +80,21 @@ class TurnResult:
     #: Only when the agent was created with `enable_diagnostics=True`.
     debug_info: dict[str, Any] | None = None
 
+    def as_fields(self) -> dict[str, Any]:
+        """The result as plain data, its status as its string value: what a snapshot keeps
+        and a `TurnComplete` frame carries."""
+        return {
+            "turn_id": self.turn_id,
+            "status": self.status.value,
+            "text": self.text,
+            "tokens_generated": self.tokens_generated,
+            "error_code": self.error_code,
+            "error_message": self.error_message,
+            "paused_duration_s": self.paused_duration_s,
+            "pause_count": self.pause_count,
+            "debug_info": self.debug_info,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Step:

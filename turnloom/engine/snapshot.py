@@ -151,19 +151,7 @@ def _rng_state(agent: AgentCore) -> bytes | None:
 
 def _result(agent: AgentCore) -> dict[str, Any] | None:
     result = agent.last_result
-    if result is None:
-        return None
-    return {
-        "turn_id": result.turn_id,
-        "status": result.status.value,
-        "text": result.text,
-        "tokens_generated": result.tokens_generated,
-        "error_code": result.error_code,
-        "error_message": result.error_message,
-        "paused_duration_s": result.paused_duration_s,
-        "pause_count": result.pause_count,
-        "debug_info": result.debug_info,
-    }
+    return None if result is None else result.as_fields()
 
 
 def _paused_turn(turn: Turn, offset: float) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import asyncio
 import copy
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from ..engine.agent import AgentCore
@@ -128,35 +129,20 @@ class AsyncAgent(AsyncAgentAPI):
         """Change a node's mutable params (while idle or paused)."""
         core = self._core
         current = self._do("change_params", current_params, core, node_name)
+        check = partial(proposed_params, core.agent_id, node_name, current, params)
         if params_weight(current) <= HEAVY:
-            self._do("change_params", core.change_params, node_name, params)
-            return
-        # A heavy node (up to 150 ms to copy and check): on a worker thread, the loop free.
-        proposed = await self._off_loop(
-            "change_params", proposed_params, core.agent_id, node_name, current, params
-        )
+            proposed = self._do("change_params", check)
+        else:  # a heavy node (up to 150 ms to copy and check): on a worker thread
+            proposed = await _off_loop("change_params", core.agent_id, check)
         self._do("change_params", commit_params, core, node_name, current, proposed)
 
     async def get_params(self, node_name: str) -> NodeParams:
         """A copy of a node's current params."""
         params = self._do("get_params", node_params, self._core, node_name)
         if params_weight(params) <= HEAVY:
-            return self._do("get_params", self._core.get_params, node_name)
+            return self._do("get_params", copy.deepcopy, params)
         # Params are replaced on change, never altered: this copy is of what was just read.
-        return await self._off_loop("get_params", copy.deepcopy, params)
-
-    async def _off_loop(self, operation: str, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` on a worker thread (the collector off meanwhile, see `create_agent`), its
-        refusals as `_do` gives them."""
-        pause = CollectorPause()
-        try:
-            return await asyncio.to_thread(run_switching_often, fn, *args)
-        except Rejection as rejection:
-            raise rejected(operation, self._core.agent_id, rejection) from None
-        except RecursionError:
-            raise too_deep(operation) from None
-        finally:
-            pause.release()
+        return await _off_loop("get_params", self._core.agent_id, partial(copy.deepcopy, params))
 
     async def cancel(self) -> bool:
         """Cancel the open turn; False if there was none."""
@@ -287,45 +273,24 @@ class AsyncEngine(AsyncEngineAPI):
         """Validate `graph` and create an agent over it; `dialog` (chat messages, starting with
         the user's) seeds its conversation, `tags` label it (kept in snapshots and the store).
         With a store, `durable=False` keeps this agent in memory only."""
+        self._bind()
+        prepare = partial(
+            self.core.prepare_agent,
+            graph,
+            max_steps_per_turn=max_steps_per_turn,
+            dialog=dialog,
+            tags=tags,
+            durable=durable,
+        )
+        # Hundreds of tools or lines (up to 500 ms to check and compile): on a worker thread,
+        # so that the loop goes on serving every other agent meanwhile.
+        plan = None
         if graph_weight(graph) > HEAVY:
-            # Hundreds of tools or lines (up to 500 ms to check and compile): on a worker
-            # thread, so that the loop goes on serving every other agent meanwhile.
-            self._bind()
-            # The collector stays off while the graph is built: a full pass over it on the
-            # worker thread would hold the GIL, so the loop, for tens of ms.
-            pause = CollectorPause()
-            try:
-                plan = await asyncio.to_thread(
-                    run_switching_often,
-                    self.core.prepare_agent,
-                    graph,
-                    max_steps_per_turn=max_steps_per_turn,
-                    dialog=dialog,
-                    tags=tags,
-                    durable=durable,
-                )
-            except Rejection as rejection:
-                raise rejected("create_agent", None, rejection) from None
-            except RecursionError:
-                raise too_deep("create_agent") from None
-            finally:
-                pause.release()
-            return self._make(
-                "create_agent",
-                lambda dispatch: self.core.create_prepared(
-                    plan, dispatch, enable_diagnostics=enable_diagnostics
-                ),
-            )
+            plan = await _off_loop("create_agent", None, prepare)
         return self._make(
             "create_agent",
-            lambda dispatch: self.core.create_agent(
-                graph,
-                dispatch,
-                enable_diagnostics=enable_diagnostics,
-                max_steps_per_turn=max_steps_per_turn,
-                dialog=dialog,
-                tags=tags,
-                durable=durable,
+            lambda dispatch: self.core.create_prepared(
+                prepare() if plan is None else plan, dispatch, enable_diagnostics=enable_diagnostics
             ),
         )
 
@@ -365,6 +330,21 @@ class AsyncEngine(AsyncEngineAPI):
         """Cancel every open turn and destroy every agent (with a store, stored agents stay
         stored as they were last written, for the next engine), and close the store."""
         self.core.close()
+
+
+async def _off_loop(operation: str, agent_id: int | None, work: Callable[[], T]) -> T:
+    """`work()` on a worker thread, its refusals as on the loop. The collector stays off
+    meanwhile (a full pass over what the work builds would hold the GIL, so the loop, for
+    tens of ms) and the interpreter hands the GIL back often (`engine.gil`)."""
+    pause = CollectorPause()
+    try:
+        return await asyncio.to_thread(run_switching_often, work)
+    except Rejection as rejection:
+        raise rejected(operation, agent_id, rejection) from None
+    except RecursionError:
+        raise too_deep(operation) from None
+    finally:
+        pause.release()
 
 
 def _face(core: AgentCore) -> AsyncAgent:

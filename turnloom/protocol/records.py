@@ -59,17 +59,7 @@ def pause_from_wire(data: Mapping[str, Any]) -> PauseInfo:
 
 def result_to_wire(result: TurnResult) -> dict[str, Any]:
     """A completion as the fields of a `TurnComplete` frame (R-D2)."""
-    return {
-        "turn_id": result.turn_id,
-        "status": result.status.value,
-        "text": result.text,
-        "tokens_generated": result.tokens_generated,
-        "error_code": result.error_code,
-        "error_message": result.error_message,
-        "paused_duration_s": result.paused_duration_s,
-        "pause_count": result.pause_count,
-        "debug_info": result.debug_info,
-    }
+    return result.as_fields()
 
 
 def result_from_wire(data: Mapping[str, Any]) -> TurnResult:

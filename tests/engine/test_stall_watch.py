@@ -1,5 +1,6 @@
 """The stall warning's single timer (engine/stall_watch.py): each open pause warned once, on
-time; ended pauses never; nothing armed or kept once no pause is watched (R-P6)."""
+time; ended pauses never; the timer outlives the last watched pause only until its moment, and
+is armed once per stall period, not once per pause (R-P6)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,43 @@ def test_each_open_pause_is_warned_once_at_its_own_deadline(clock: tl.VirtualClo
         assert clock.pending() == 1
         for i in (0, 2, 3, 5):
             agents[i].resume()
-        assert clock.pending() == 0  # no watched pause left: no timer left
+        assert clock.pending() == 1  # no watched pause left: the timer waits for its moment
+        with structlog.testing.capture_logs() as logs:
+            clock.advance(STALL_MS / 1000)
+        assert stalled(logs) == [] and clock.pending() == 0  # ... finds nothing, is not re-armed
+
+
+def test_turns_one_after_another_arm_the_timer_once(clock: tl.VirtualClock) -> None:
+    with tl.Engine(tl.MockModel("mock"), clock=clock) as engine:
+        agents = [engine.create_agent(gate()) for _ in range(3)]
+        watch = engine._engine.core.stall_watch
+        assert agents[0].send_message("hi").paused
+        timer = watch._timer
+        assert timer is not None
+        agents[0].resume()
+        for _ in range(100):
+            for agent in agents:
+                agent.send_message("hi")
+                agent.resume()
+                clock.advance(0.01)
+        assert watch._timer is timer and clock.pending() == 1
+        with structlog.testing.capture_logs() as logs:
+            clock.advance(STALL_MS / 1000 - 3 + 0.001)  # the first pause's moment
+        assert stalled(logs) == [] and clock.pending() == 0
+        assert agents[1].send_message("late").paused  # armed again, for this pause
+        assert watch._timer is not None and watch._timer is not timer
+        with structlog.testing.capture_logs() as logs:
+            clock.advance(STALL_MS / 1000)
+        assert stalled(logs) == [agents[1].agent_id]
+
+
+def test_closing_the_engine_drops_the_timer(clock: tl.VirtualClock) -> None:
+    with tl.Engine(tl.MockModel("mock"), clock=clock) as engine:
+        agent = engine.create_agent(gate())
+        agent.send_message("hi")
+        agent.resume()
+        assert clock.pending() == 1
+    assert clock.pending() == 0
 
 
 def test_paused_and_resumed_turns_leave_a_bounded_queue(clock: tl.VirtualClock) -> None:

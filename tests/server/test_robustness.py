@@ -233,6 +233,9 @@ def test_a_client_that_disconnects_mid_turn_leaves_no_turn_timer_or_task(
             threading.Event().wait(0.01)
         assert bg.call(lambda: bg.server.sessions) == {}
         assert bg.call(lambda: bg.server.engine.core.agents) == {}
+        # The pause's deadline is gone; the stall warning's timer stays until its moment.
+        assert clock.pending() == 1
+        clock.advance(tl.EngineSettings().pause_stall_warn_ms / 1000)
         assert clock.pending() == 0
         assert server_tasks(bg) == idle_tasks
         assert hang.cancelled_generations == 1

@@ -13,7 +13,6 @@ deadline came while nobody held it.
 from __future__ import annotations
 
 import asyncio
-import gc
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from .agent import AgentCore
 from .agent_tags import checked_tags
 from .backends.base import ModelBackend
 from .clock import Clock
+from .collector import CollectorPause
 from .dialog_data import dialog_from_messages
 from .durable import DurableAgentCore
 from .graph import CompiledGraph, GraphDescription, compile_graph
@@ -258,9 +258,8 @@ class EngineCore(Runtime):
         restored = []
         # Restoring allocates millions of objects that all live on: the cyclic collector would
         # walk the growing heap again and again (most of the time, at 100,000 agents) to find
-        # nothing. It is off for the loop, and back on after.
-        collecting = gc.isenabled()
-        gc.disable()
+        # nothing. It is off for the loop; what was restored then skips the young generations.
+        pause = CollectorPause()
         try:
             for agent_id, document in self.store.load_all():
                 if agent_id in self.agents:
@@ -277,8 +276,7 @@ class EngineCore(Runtime):
                     continue
                 restored.append(self._restore(agent_id, plan, listener_for(), True))
         finally:
-            if collecting:
-                gc.enable()
+            pause.release()
         # The stall watch keeps its pauses in the order they began; handed over in that order,
         # each goes to its end in constant time.
         paused = [agent for agent in restored if agent.turn.pause is not None]
@@ -392,5 +390,6 @@ class EngineCore(Runtime):
             if isinstance(agent, DurableAgentCore):
                 agent.store = None
             agent.destroy()
+        self.stall_watch.close()
         if store is not None:
             store.close()

@@ -8,7 +8,13 @@ plus the delay), which counts when 100k turns are parked at once.
 
 A pause that ends before its deadline leaves its entry behind (a deque cannot drop from the
 middle): due entries of ended pauses are skipped, all entries go when no watched pause is
-left, and a sweep drops the ended ones when they come to outnumber the open ones. A pause
+left, and a sweep drops the ended ones when they come to outnumber the open ones.
+
+The timer is not cancelled when the last watched pause ends: it stays until its moment, finds
+nothing due and is not armed again (or `close` drops it). A host that pauses and resumes turns
+one after another (nothing left paused in between) so arms it once per stall period instead of
+once per pause, which was a tenth of such a turn's cost. A new pause due after the armed moment
+keeps the timer; one due before it (a pause restored from a snapshot) arms it earlier. A pause
 restored from a snapshot may have begun before the newest watched one: it is inserted in order
 (linear in the queue; `EngineCore.restore_stored` hands many over sorted by start).
 """
@@ -42,7 +48,7 @@ class StallWatch:
     """Logs `pause.stalled` once for each pause still open `stall_ms` after it began, unless
     the pause's own timeout comes first; `stall_ms` 0 watches nothing."""
 
-    __slots__ = ("_clock", "_delay_s", "_entries", "_open", "_stall_ms", "_timer")
+    __slots__ = ("_clock", "_delay_s", "_entries", "_open", "_stall_ms", "_timer", "_timer_at")
 
     def __init__(self, clock: Clock, stall_ms: int) -> None:
         self._clock = clock
@@ -52,6 +58,8 @@ class StallWatch:
         #: Watched pauses that have not ended (warned or not).
         self._open = 0
         self._timer: TimerHandle | None = None
+        #: When the armed timer fires: at or before the first entry's deadline.
+        self._timer_at = 0.0
 
     def covers(self, pause: OpenPause) -> bool:
         """Whether `pause` is watched: the warning is on and the pause has no earlier timeout."""
@@ -69,7 +77,8 @@ class StallWatch:
         if not self.covers(pause):
             return
         self._open += 1
-        if pause.started_at + self._delay_s <= self._clock.now():
+        due = pause.started_at + self._delay_s
+        if due <= self._clock.now():
             return
         entry = (agent, turn, pause)
         entries = self._entries
@@ -78,7 +87,7 @@ class StallWatch:
             bisect.insort(entries, entry, key=_started)
         else:
             entries.append(entry)
-        if self._timer is not None and entries[0] is entry:  # a new head: fire earlier
+        if self._timer is not None and due < self._timer_at:  # a new head: fire earlier
             self._timer.cancel()
             self._timer = None
         if self._timer is None:
@@ -91,14 +100,19 @@ class StallWatch:
         if not self.covers(pause):
             return
         self._open -= 1
-        if self._open == 0:  # nothing left to watch: drop the leftovers and the timer
+        if self._open == 0:  # nothing left to watch: drop the leftovers (the timer stays)
             self._entries.clear()
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+
+    def close(self) -> None:
+        """Drop the timer: the engine is closing."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._entries.clear()
 
     def _arm(self) -> None:
-        self._timer = self._clock.call_at(_started(self._entries[0]) + self._delay_s, self._fire)
+        self._timer_at = _started(self._entries[0]) + self._delay_s
+        self._timer = self._clock.call_at(self._timer_at, self._fire)
 
     def _fire(self) -> None:
         self._timer = None

@@ -73,7 +73,8 @@ class SessionAnswers(SessionRequests):
     def handle_staged(self, frame: dict[str, Any]) -> Steps:
         """`handle` for a frame the intake took: a request with costly checks (`_STAGED`)
         yields them as jobs for the intake's worker thread, and is sent each job's result or
-        thrown its exception; the reply goes out at the end, as `handle` sends it."""
+        thrown its exception; the reply goes out at the end, as `handle` sends it (a bulky one,
+        `_PACKED_OFF_LOOP`, packed on the worker thread first)."""
         request_id = frame.get("request_id")
         kind = frame["type"]
         fields: dict[str, Any] = {}
@@ -83,7 +84,11 @@ class SessionAnswers(SessionRequests):
             reply = (yield from staged(self, fields)) if staged else HANDLERS[kind](self, fields)
         except Exception as error:
             reply = self.refusal(kind, fields, request_id, error)
-        self.reply(request_id, reply)
+        encoded = None
+        if reply["type"] in _PACKED_OFF_LOOP:
+            reply["request_id"] = request_id
+            encoded = yield lambda: self.encoded(reply)
+        self.reply(request_id, reply, encoded)
 
     def admit_request(self, frame: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """A request's type and fields, if this session may make it now (else raises)."""
@@ -115,10 +120,14 @@ class SessionAnswers(SessionRequests):
             ErrorCode.MalformedMessage, f"{kind} could not be processed: {brief(error)}", request_id
         )
 
-    def reply(self, request_id: Any, reply: dict[str, Any]) -> None:
-        """Send a request's reply (with its request_id); end a session out of auth tries."""
+    def reply(self, request_id: Any, reply: dict[str, Any], encoded: bytes | None = None) -> None:
+        """Send a request's reply (with its request_id; `encoded`: its frame, if packed
+        already); end a session out of auth tries."""
         reply["request_id"] = request_id
-        self.send(reply)
+        if encoded is None:
+            self.send(reply)
+        else:
+            self.send_encoded(encoded)
         if self.auth_failures >= MAX_AUTH_FAILURES:
             # The refusal above is the last frame: guessing keys costs a connection per try.
             log.warning("session.auth_locked_out", failures=self.auth_failures, **self.context)
@@ -191,6 +200,11 @@ class SessionAnswers(SessionRequests):
             "params": plain,
         }
 
+
+#: Replies packed on the worker thread: a ToolCall node's params take 2-3 ms to pack. Only
+#: replies of requests that start nothing: a reply that waited for a job could otherwise
+#: follow the events of the turn its request started, and the client expects it first.
+_PACKED_OFF_LOOP = frozenset({"AgentParamResponse"})
 
 #: The requests answered in stages when the intake takes them; the others are answered at once.
 _STAGED: dict[str, Callable[[SessionAnswers, dict[str, Any]], Staged]] = {

@@ -22,6 +22,14 @@ class SessionEvents(AgentListener):
         """Queue one frame to the client."""
         raise NotImplementedError
 
+    def encoded(self, message: dict[str, Any]) -> bytes:
+        """The frame of `message` (or of the notice that it could not be sent), on any thread."""
+        raise NotImplementedError
+
+    def send_encoded(self, data: bytes) -> None:
+        """Queue one frame already encoded (`encoded`) to the client."""
+        raise NotImplementedError
+
     def _turn_id(self, agent_id: int) -> int | None:
         core = self.agents.get(agent_id)
         return core.turn.turn_id or None if core is not None else None

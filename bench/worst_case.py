@@ -37,6 +37,7 @@ from bench.watched_server import (
     open_session,
     pack_with,
 )
+from turnloom.engine.projection import Interaction
 from turnloom.protocol.graph_codec import graph_from_wire, graph_to_wire, params_from_wire
 
 #: Runs of each case; the median is reported.
@@ -316,6 +317,13 @@ async def worst_embedded() -> list[list[Any]]:
                 for i in range(5)
             ]
         )
+        talkers = []  # agents with a 50,000-turn dialog, to destroy
+        for _ in range(RUNS):
+            talker = await engine.create_agent(pause_then_canned())
+            talker._core.dialog.extend(
+                Interaction("hi", [{"role": "assistant", "content": "ok"}]) for _ in range(50_000)
+            )
+            talkers.append(talker)
         same_tools = params_from_wire(
             "tools", "ToolCall", {"tools": big_tools(), "system_prompt": "be brief"}
         )
@@ -353,6 +361,7 @@ async def worst_embedded() -> list[list[Any]]:
                 lambda _: tooled.change_params("tools", {"system_prompt": "short"}),
             ),
             ("get_params, that node", tuple, lambda _: tooled.get_params("tools")),
+            ("destroy, an agent with a 50,000-turn dialog", talkers.pop, lambda a: a.destroy()),
         ]
         for label, prepare, call in cases:
             times, blocks, outcome = [], [], "ok"

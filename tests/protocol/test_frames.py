@@ -44,6 +44,40 @@ def test_frames_survive_any_chunking(batch: list[dict[str, object]], data: st.Da
     assert out == batch and decoder.buffered == 0
 
 
+@settings(deadline=None)
+@given(st.lists(messages, max_size=5), st.data())
+def test_pulled_one_at_a_time_frames_come_out_the_same(
+    batch: list[dict[str, object]], data: st.DataObject
+) -> None:
+    # What a server does under its answer budget: push a read, pull some frames, stop, push
+    # the next read later; the frames not pulled yet stay undecoded in between.
+    stream = b"".join(encode_frame(m) for m in batch)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    decoder = FrameDecoder()
+    out: list[object] = []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        decoder.push(stream[start:end])
+        for _ in range(data.draw(st.integers(0, 2))):
+            item = decoder.pull(MAX_FRAME_BYTES)
+            if item is not None:
+                out.append(item)
+    while (item := decoder.pull(MAX_FRAME_BYTES)) is not None:
+        out.append(item)
+    assert out == batch and decoder.buffered == 0
+
+
+def test_pull_decodes_one_frame_and_leaves_the_rest_as_bytes() -> None:
+    decoder = FrameDecoder()
+    first, second = encode_frame({"type": "A"}), encode_frame({"type": "B"})
+    decoder.push(first + second + second[:3])
+    assert decoder.pull(MAX_FRAME_BYTES) == {"type": "A"}
+    assert decoder.buffered == len(second) + 3
+    assert decoder.pull(MAX_FRAME_BYTES) == {"type": "B"}
+    assert decoder.pull(MAX_FRAME_BYTES) is None and decoder.buffered == 3
+    decoder.push(second[3:])
+    assert decoder.pull(MAX_FRAME_BYTES) == {"type": "B"} and decoder.buffered == 0
+
+
 def test_oversize_frame_is_5003_skipped_without_buffering_and_the_stream_goes_on() -> None:
     decoder = FrameDecoder(max_bytes=100)
     header = struct.pack("<I", 1000)

@@ -10,8 +10,9 @@ from typing import Any
 import msgpack
 import pytest
 
+from turnloom.engine.teardown import Teardown
 from turnloom.protocol.frames import FrameDecoder, FrameError, LargeBody, decode_body
-from turnloom.protocol.slices import DECODE_SLICE_BYTES, BodyDecode, Teardown
+from turnloom.protocol.slices import DECODE_SLICE_BYTES, BodyDecode
 
 
 def whole(body: bytes) -> dict[str, Any] | str:

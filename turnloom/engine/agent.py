@@ -26,6 +26,7 @@ from .projection import Interaction
 from .rejections import AgentDestroyed, InvalidParamValue, UnknownNode
 from .results import AgentListener, Step, TurnResult, TurnStatus
 from .runtime import Runtime
+from .teardown import TEARDOWN_STEP_ITEMS, free_later
 from .turn import Turn
 
 log = get_logger("turnloom.agent")
@@ -256,6 +257,10 @@ class AgentCore:
         self.cancel()  # a no-op when no turn is open
         self.destroyed = True
         self.runtime.forget(self.agent_id)
+        if len(self.dialog) > TEARDOWN_STEP_ITEMS:
+            # A long conversation goes a step per loop iteration (50,000 turns at once: 35 ms).
+            dialog, self.dialog = self.dialog, []
+            free_later([dialog])
 
     def wait(self) -> Step | None:
         """The step the agent stands at now, or None if its turn is running (then wait)."""

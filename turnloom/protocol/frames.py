@@ -119,12 +119,16 @@ class LargeBody:
 
 
 class FrameDecoder:
-    """Bytes in, frames (dicts) or `FrameError`s out, in order."""
+    """Bytes in, frames (dicts) or `FrameError`s out, in order: all at once (`feed`), or one
+    at a time (`push`, then `pull` until it gives None), so a reader can stop decoding where
+    it stops answering and leave the rest undecoded for later."""
 
-    __slots__ = ("_buffer", "_skip", "max_bytes")
+    __slots__ = ("_buffer", "_pos", "_skip", "max_bytes")
 
     def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
         self._buffer = bytearray()
+        #: Where the next frame starts in the buffer (what comes before is consumed).
+        self._pos = 0
         #: Largest body accepted; frames announcing more are 5003 and skipped.
         self.max_bytes = max_bytes
         #: Bytes of an oversize frame still to be thrown away as they arrive (never buffered).
@@ -132,8 +136,8 @@ class FrameDecoder:
 
     @property
     def buffered(self) -> int:
-        """Bytes held waiting for the rest of a frame."""
-        return len(self._buffer)
+        """Bytes held that no frame taken out so far has consumed."""
+        return len(self._buffer) - self._pos
 
     def feed(self, data: bytes) -> list[dict[str, Any] | FrameError]:
         """Take `data` and return every frame it completed."""
@@ -144,44 +148,50 @@ class FrameDecoder:
         self, data: bytes, above: int
     ) -> list[dict[str, Any] | FrameError | LargeBody]:
         """Like `feed`, but a body longer than `above` bytes comes out as a `LargeBody`."""
+        self.push(data)
+        out: list[dict[str, Any] | FrameError | LargeBody] = []
+        while (item := self.pull(above)) is not None:
+            out.append(item)
+        return out
+
+    def push(self, data: bytes) -> None:
+        """Take `data`, decoding nothing yet."""
         if self._skip:
             dropped = min(self._skip, len(data))
             self._skip -= dropped
             data = data[dropped:]
+        if self._pos:  # drop what was consumed, once per push rather than once per frame
+            del self._buffer[: self._pos]
+            self._pos = 0
         self._buffer += data
-        out: list[dict[str, Any] | FrameError | LargeBody] = []
-        buffer = self._buffer
-        pos = 0
-        while len(buffer) - pos >= HEADER_BYTES:
-            (length,) = _HEADER.unpack_from(buffer, pos)
-            if length > self.max_bytes:
-                # The stream stays in sync: the body is skipped, not parsed, and the session
-                # goes on. The frame's request_id is unknowable without parsing it.
-                out.append(
-                    FrameError(
-                        ErrorCode.FrameTooLarge,
-                        f"frame announces {length} bytes, over the {self.max_bytes}-byte limit; "
-                        "it was skipped",
-                    )
-                )
-                pos += HEADER_BYTES
-                available = len(buffer) - pos
-                dropped = min(length, available)
-                pos += dropped
-                self._skip = length - dropped
-                continue
-            end = pos + HEADER_BYTES + length
-            if end > len(buffer):
-                break
-            body = bytes(buffer[pos + HEADER_BYTES : end])
-            pos = end
-            if length > above:
-                out.append(LargeBody(body))
-                continue
-            try:
-                out.append(decode_body(body))
-            except FrameError as error:
-                out.append(error)
-        if pos:
-            del buffer[:pos]
-        return out
+
+    def pull(self, above: int) -> dict[str, Any] | FrameError | LargeBody | None:
+        """The next complete frame (a body longer than `above` bytes as a `LargeBody`), or
+        None until more bytes come."""
+        buffer, pos = self._buffer, self._pos
+        if len(buffer) - pos < HEADER_BYTES:
+            return None
+        (length,) = _HEADER.unpack_from(buffer, pos)
+        if length > self.max_bytes:
+            # The stream stays in sync: the body is skipped, not parsed, and the session goes
+            # on. The frame's request_id is unknowable without parsing it.
+            pos += HEADER_BYTES
+            dropped = min(length, len(buffer) - pos)
+            self._pos = pos + dropped
+            self._skip = length - dropped
+            return FrameError(
+                ErrorCode.FrameTooLarge,
+                f"frame announces {length} bytes, over the {self.max_bytes}-byte limit; "
+                "it was skipped",
+            )
+        end = pos + HEADER_BYTES + length
+        if end > len(buffer):
+            return None
+        body = bytes(buffer[pos + HEADER_BYTES : end])
+        self._pos = end
+        if length > above:
+            return LargeBody(body)
+        try:
+            return decode_body(body)
+        except FrameError as error:
+            return error

@@ -1,14 +1,14 @@
-"""Large frame bodies taken a slice at a time: decoded, and later freed.
+"""Large frame bodies decoded a slice at a time.
 
 Decoding a 1 MiB body of a million tiny containers takes msgpack 100-400 ms in one call, and
-freeing the result 20-30 ms more: time during which one session would hold every other. Both
-jobs here are sans-IO steps of bounded work; the caller runs one step per loop iteration.
+freeing the result 20-30 ms more: time during which one session would hold every other. The
+decode here is a sans-IO step of bounded work the caller runs once per loop iteration; the
+freeing is `engine.teardown`'s.
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 from typing import Any
 
 import msgpack
@@ -18,8 +18,6 @@ from .frames import FrameError, checked_frame, not_msgpack
 #: Bytes of body fed to the unpacker per step. Measured on a 2-core VM, the costliest content
 #: (msgpack ext values, empty arrays) takes 2-4 ms per 8 KiB: half that a step.
 DECODE_SLICE_BYTES = 4 * 1024
-#: Values dropped per teardown step (about 1 ms).
-TEARDOWN_STEP_ITEMS = 2048
 
 
 class BodyDecode:
@@ -97,44 +95,3 @@ class BodyDecode:
         except FrameError as error:
             # Its traceback would keep `value` alive past its Teardown, freed at once after.
             return error.with_traceback(None)
-
-
-class Teardown:
-    """Values freed over several `step`s: dropping the last reference to a million-item value
-    would free it all in one call."""
-
-    __slots__ = ("_stack",)
-
-    def __init__(self, values: list[Any]) -> None:
-        # Owned from here on: only what nothing else references is taken apart.
-        self._stack = values
-
-    def step(self, budget: int = TEARDOWN_STEP_ITEMS) -> bool:
-        """Drop up to about `budget` values; True once everything is dropped."""
-        stack = self._stack
-        while stack and budget > 0:
-            value = stack.pop()
-            budget -= 1
-            kind = type(value)
-            # 2 = `value` and getrefcount's own argument: the stack held the last reference,
-            # so nobody else (an agent keeping a list it was given) sees it emptied.
-            if (kind is list or kind is dict) and sys.getrefcount(value) == 2:
-                size = len(value)
-                if size <= budget:
-                    stack.extend(value)
-                    if kind is dict:
-                        stack.extend(value.values())
-                    budget -= size
-                    value.clear()  # the items live on in the stack, to be dropped one by one
-                    continue
-                # Too big for this step: take a part of it, and it goes back on the stack.
-                take = max(budget, 1)
-                stack.append(value)
-                if kind is list:
-                    stack.extend(value[-take:])
-                    del value[-take:]
-                else:
-                    for _ in range(take):
-                        stack.extend(value.popitem())
-                budget = 0
-        return not stack

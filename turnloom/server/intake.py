@@ -7,14 +7,15 @@ whose checks cost more than that (a CreateAgent compiling its graph, a ChangeAge
 whole params) runs them on the intake's worker thread and commits on the loop; the decoded
 frame is then freed a step at a time (`Teardown`). Until the frame is answered, the session's
 later frames wait in order, so replies keep request order (R-W2); past `HELD_BYTES` of them its
-reading is paused, so its buffers stay bounded. Other sessions go on meanwhile.
+reading is paused, so its buffers stay bounded. Other sessions go on meanwhile. Small frames
+pipelined by the thousand wait the same way once a read's answers have taken
+`ANSWER_BUDGET_S`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections import deque
 from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
@@ -22,14 +23,20 @@ from typing import Any, Protocol
 from ..engine.collector import CollectorPause
 from ..engine.gil import run_switching_often
 from ..engine.logs import get_logger
+from ..engine.teardown import free_later
 from ..protocol.frames import FrameError, LargeBody
-from ..protocol.slices import DECODE_SLICE_BYTES, BodyDecode, Teardown
+from ..protocol.slices import DECODE_SLICE_BYTES, BodyDecode
 
 log = get_logger("turnloom.server")
 
 #: Bodies longer than this take the intake: one decode slice at most is done inline, and the
 #: costliest graph this size compiles in about 5 ms (1.2 µs a byte for bare tool lists).
 LARGE_BODY_BYTES = min(4096, DECODE_SLICE_BYTES)
+
+#: Time a session may spend answering the frames of one read before the rest wait for a later
+#: loop iteration: a client that pipelines thousands of small frames must not hold the loop,
+#: and so every other session, for tens of ms (36 ms was seen in the wire fuzz).
+ANSWER_BUDGET_S = 0.002
 
 #: Bytes read behind a large frame before the session's reading is paused. Reading goes on
 #: up to there so that a client hanging up is seen at once (nothing is then committed for it).
@@ -39,7 +46,6 @@ HELD_BYTES = 1 << 20
 Job = Callable[[], Any]
 #: A request answered in stages: yields jobs, is sent their results, sends its reply at the end.
 Steps = Generator[Job, Any, None]
-Item = dict[str, Any] | FrameError | LargeBody
 
 _worker: ThreadPoolExecutor | None = None
 _worker_lock = threading.Lock()
@@ -82,48 +88,21 @@ class IntakeHost(Protocol):
         ...
 
 
-class _FreeLater:
-    """Values dropped a step per loop iteration, then a pause released. Nothing here refers
-    back to itself (a closure calling itself would): if the loop closes first, its pending
-    step is dropped, and the pause with it, without waiting for the (paused) collector."""
-
-    __slots__ = ("_loop", "_pause", "_teardown")
-
-    def __init__(self, values: list[Any], pause: CollectorPause | None) -> None:
-        self._teardown = Teardown(values)
-        self._pause = pause
-        self._loop = asyncio.get_running_loop()
-        self._loop.call_soon(self.step)
-
-    def step(self) -> None:
-        if not self._teardown.step():
-            self._loop.call_soon(self.step)
-        elif self._pause is not None:
-            self._pause.release()
-
-
-def free_later(values: list[Any], pause: CollectorPause | None = None) -> None:
-    """Drop `values` (the only references to them) a step per loop iteration; then release
-    `pause`."""
-    _FreeLater(values, pause)
-
-
 class Intake:
-    """The session's frame in slow processing, and what waits behind it.
+    """The session's frame in slow processing; the bytes read behind it.
 
     The `CollectorPause` of a frame travels with its callbacks, never kept on the intake: a
     session sits in reference cycles, which only the collector frees, so a pause kept there
     would never be freed (and so released) if the loop stopped mid-frame.
     """
 
-    __slots__ = ("_decode", "_held", "_host", "_waiting", "busy")
+    __slots__ = ("_decode", "_held", "_host", "busy")
 
     def __init__(self, host: IntakeHost) -> None:
         self._host = host
-        #: A large frame is being processed: the session's frames wait for it.
+        #: A large frame is being processed (or a read's budget is used up): the session's
+        #: later frames wait, undecoded, in the session's decoder and here.
         self.busy = False
-        #: Frames decoded after the large one, answered once it is.
-        self._waiting: deque[Item] = deque()
         #: Bytes read meanwhile, decoded once it is answered.
         self._held = bytearray()
         self._decode: BodyDecode | None = None
@@ -135,17 +114,15 @@ class Intake:
         if len(self._held) > HELD_BYTES and transport is not None and transport.is_reading():
             transport.pause_reading()
 
-    def start(self, body: LargeBody, rest: list[Item]) -> None:
-        """Take a large body, and the frames that came after it, in order."""
+    def start(self, body: LargeBody) -> None:
+        """Take a large body."""
         self.busy = True
-        self._waiting.extend(rest)
         self._decode = BodyDecode(body.body)
         asyncio.get_running_loop().call_soon(self._decode_step, CollectorPause())
 
-    def start_frame(self, frame: dict[str, Any], rest: list[Item]) -> None:
-        """Take a small frame that is answered in stages, and the frames after it."""
+    def start_frame(self, frame: dict[str, Any]) -> None:
+        """Take a small frame that is answered in stages."""
         self.busy = True
-        self._waiting.extend(rest)
         self._drive(self._host.handle_staged(frame), None, None, [], CollectorPause())
 
     def _decode_step(self, pause: CollectorPause) -> None:
@@ -210,20 +187,20 @@ class Intake:
         error = done.exception()
         self._drive(steps, None if error else done.result(), error, remains, pause)
 
+    def defer(self) -> None:
+        """The session's answers to one read used up `ANSWER_BUDGET_S`: go on with its frames
+        (still undecoded in the session's decoder) in the next loop iteration."""
+        self.busy = True
+        asyncio.get_running_loop().call_soon(self._go_on)
+
     def _answered(self, remains: list[Any], pause: CollectorPause) -> None:
         """The large frame is answered: free it, and go on with what waited behind it."""
         free_later(remains, pause)
+        self._go_on()
+
+    def _go_on(self) -> None:
+        """Read on: the frames the session's decoder still holds, then the bytes held here."""
         host = self._host
-        waiting = self._waiting
-        while waiting and not host.closed:
-            item = waiting.popleft()
-            if isinstance(item, LargeBody):
-                self.start(item, [])
-                return
-            if isinstance(item, dict) and host.needs_stages(item):
-                self.start_frame(item, [])
-                return
-            host.answer(item)
         self.busy = False
         if host.closed:
             self._abandon([], None)
@@ -232,16 +209,13 @@ class Intake:
         transport = host.transport
         if transport is not None and not host.writing_paused and not transport.is_reading():
             transport.resume_reading()
-        if held:
-            host.data_received(bytes(held))
+        host.data_received(bytes(held))
 
     def _abandon(self, remains: list[Any], pause: CollectorPause | None) -> None:
         """The session closed: drop whatever waits, answering nothing."""
         if self._decode is not None:
             remains.extend(self._decode.take_remains())
             self._decode = None
-        remains.append(list(self._waiting))
-        self._waiting.clear()
         self._held = bytearray()
         self.busy = False
         free_later(remains, pause)

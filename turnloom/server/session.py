@@ -12,6 +12,7 @@ node): `intake` takes it over several loop iterations, and the session's later f
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from typing import Any, Protocol
 
@@ -30,7 +31,7 @@ from ..protocol.messages import error_response
 from .answers import BY_NODE, SessionAnswers
 from .attach import DETACHED, attachable
 from .auth import AuthKey
-from .intake import LARGE_BODY_BYTES, Intake
+from .intake import ANSWER_BUDGET_S, LARGE_BODY_BYTES, Intake
 from .limits import ServerLimits
 from .quotas import SessionQuota
 
@@ -137,22 +138,26 @@ class Session(asyncio.Protocol, SessionAnswers):
         )
 
     def data_received(self, data: bytes) -> None:
-        """Decode frames and answer each one, in order. Never raises: asyncio would close
-        the connection, so one frame would end the session (R-W1)."""
+        """Decode frames and answer each one, in order, for up to `ANSWER_BUDGET_S`: the rest
+        wait, undecoded, for the next loop iteration (`Intake.defer`). Never raises: asyncio
+        would close the connection, so one frame would end the session (R-W1)."""
         if self.intake.busy:  # behind a large frame: these bytes wait their turn
             self.intake.hold(data)
             return
-        items = self.decoder.feed_deferring(data, LARGE_BODY_BYTES)
-        for index, item in enumerate(items):
-            if self.closed:
-                return
+        decoder = self.decoder
+        decoder.push(data)
+        until = time.perf_counter() + ANSWER_BUDGET_S
+        while not self.closed and (item := decoder.pull(LARGE_BODY_BYTES)) is not None:
             if isinstance(item, LargeBody):
-                self.intake.start(item, items[index + 1 :])
-                return
+                self.intake.start(item)
+                break
             if type(item) is dict and item.get("type") in BY_NODE and self.needs_stages(item):
-                self.intake.start_frame(item, items[index + 1 :])
-                return
+                self.intake.start_frame(item)
+                break
             self.answer(item)
+            if decoder.buffered and time.perf_counter() > until:
+                self.intake.defer()
+                break
         if self._pending:
             # The replies go out now, not after the walks they started have run (those walks'
             # events follow in this iteration's flush): about 10 us off a resume's ack.

@@ -60,6 +60,37 @@ def test_a_timer_armed_by_a_blocking_call_fires_while_no_call_is_made() -> None:
         assert threads == ["turnloom-loop"]
 
 
+def test_blocking_calls_leave_the_loop_thread_asleep_until_its_own_timer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The loop thread sleeps until the stall warning's timer, which outlives the turns; a
+    # blocking call that armed nothing earlier must not wake it (each wake-up is a thread
+    # switch, a fifth of a blocking turn).
+    wakes = [0]
+    wake = LoopThread._wake
+
+    def counted(self: LoopThread) -> None:
+        wakes[0] += 1
+        wake(self)
+
+    monkeypatch.setattr(LoopThread, "_wake", counted)
+    with tl.Engine(tl.MockModel("mock")) as engine:
+        agent = engine.create_agent(gate())
+        assert agent.send_message("hi").paused  # arms the stall timer: the loop thread is woken
+        runner = engine._runner
+        for _ in range(1000):  # until it sleeps again, now until that timer
+            if runner.loop_thread_sleeps_for is not None:
+                break
+            threading.Event().wait(0.01)
+        assert runner.loop_thread_sleeps_for is not None
+        wakes[0] = 0
+        agent.resume()
+        for _ in range(50):
+            assert agent.send_message("hi").paused
+            assert agent.resume().result is not None  # type: ignore[union-attr]
+        assert wakes[0] == 0
+
+
 def test_an_async_call_made_before_a_blocking_one_runs_first() -> None:
     with tl.Engine(tl.MockModel("mock")) as engine:
         agent = engine.create_agent(gate())

@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import turnloom as tl
-from turnloom.protocol.frames import MAX_FRAME_BYTES, FrameDecoder, FrameError, encode_frame
+from turnloom.protocol.frames import (
+    MAX_FRAME_BYTES,
+    FrameDecoder,
+    FrameError,
+    encode_frame,
+    pack_in_pieces,
+)
 from turnloom.protocol.messages import REQUESTS, parse_request
 
 Code = tl.ErrorCode
@@ -23,6 +29,39 @@ messages = st.fixed_dictionaries(
         "agent_id": st.integers(0, 2**32),
     },
 )
+
+
+plain = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text()
+    | st.binary(),
+    lambda inner: (
+        st.lists(inner, max_size=20)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=5), inner, max_size=20)
+    ),
+    max_leaves=200,
+)
+
+
+@settings(deadline=None)
+@given(plain)
+def test_packing_in_pieces_gives_the_very_bytes_of_one_packb(value: object) -> None:
+    assert pack_in_pieces(value) == msgpack.packb(value, use_bin_type=True)
+
+
+def test_a_frame_packed_in_pieces_is_the_same_frame() -> None:
+    tools = [
+        {"name": f"t{i}", "parameters": [{"name": f"p{k}"} for k in range(64)]} for i in range(9)
+    ]
+    message = {"type": "AgentParamResponse", "request_id": 3, "params": {"tools": tools}}
+    assert encode_frame(message, in_pieces=True) == encode_frame(message)
+    with pytest.raises(FrameError) as refused:
+        encode_frame(message, max_bytes=100, in_pieces=True)
+    assert refused.value.code == Code.FrameTooLarge and refused.value.request_id == 3
 
 
 def test_a_frame_is_a_little_endian_length_then_one_msgpack_map() -> None:

@@ -87,7 +87,7 @@ class SessionAnswers(SessionRequests):
         encoded = None
         if reply["type"] in _PACKED_OFF_LOOP:
             reply["request_id"] = request_id
-            encoded = yield lambda: self.encoded(reply)
+            encoded = yield lambda: self.encoded(reply, in_pieces=True)
         self.reply(request_id, reply, encoded)
 
     def admit_request(self, frame: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -201,9 +201,10 @@ class SessionAnswers(SessionRequests):
         }
 
 
-#: Replies packed on the worker thread: a ToolCall node's params take 2-3 ms to pack. Only
-#: replies of requests that start nothing: a reply that waited for a job could otherwise
-#: follow the events of the turn its request started, and the client expects it first.
+#: Replies packed on the worker thread, in pieces (a ToolCall node's params take 2-3 ms to
+#: pack, all that time with the GIL held if packed whole). Only replies of requests that start
+#: nothing: a reply that waited for a job could otherwise follow the events of the turn its
+#: request started, and the client expects it first.
 _PACKED_OFF_LOOP = frozenset({"AgentParamResponse"})
 
 #: The requests answered in stages when the intake takes them; the others are answered at once.

@@ -22,8 +22,9 @@ class SessionEvents(AgentListener):
         """Queue one frame to the client."""
         raise NotImplementedError
 
-    def encoded(self, message: dict[str, Any]) -> bytes:
-        """The frame of `message` (or of the notice that it could not be sent), on any thread."""
+    def encoded(self, message: dict[str, Any], in_pieces: bool = False) -> bytes:
+        """The frame of `message` (or of the notice that it could not be sent), on any thread
+        (`in_pieces`: see `encode_frame`)."""
         raise NotImplementedError
 
     def send_encoded(self, data: bytes) -> None:

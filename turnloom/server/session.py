@@ -236,10 +236,11 @@ class Session(asyncio.Protocol, SessionAnswers):
             return
         self.send_encoded(self.encoded(message))
 
-    def encoded(self, message: dict[str, Any]) -> bytes:
-        """The frame of `message`, or of the notice that it could not be sent (any thread)."""
+    def encoded(self, message: dict[str, Any], in_pieces: bool = False) -> bytes:
+        """The frame of `message`, or of the notice that it could not be sent (any thread;
+        `in_pieces`: see `encode_frame`)."""
         try:
-            return encode_frame(message, self.limits.max_frame_bytes)
+            return encode_frame(message, self.limits.max_frame_bytes, in_pieces)
         except (FrameError, TypeError, ValueError, OverflowError, RecursionError) as error:
             return self._unsendable(message, error)
 

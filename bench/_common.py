@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,3 +130,13 @@ def redis_server() -> tuple[subprocess.Popen[bytes], str] | None:
             time.sleep(0.01)
     client.close()
     return process, f"redis://127.0.0.1:{port}/0"
+
+
+def live_timers(loop: Any, ignoring: Any = None) -> int:
+    """Timers scheduled on `loop` and not cancelled (asyncio drops cancelled ones lazily),
+    but for those that would call `ignoring`."""
+    return sum(
+        1
+        for handle in getattr(loop, "_scheduled", ())
+        if not handle.cancelled() and (ignoring is None or handle._callback != ignoring)
+    )

@@ -41,6 +41,7 @@ if __package__ in (None, ""):  # run as `python bench/paused_memory.py`
 from bench._common import (
     LOGGED,
     REPO_ROOT,
+    live_timers,
     logged_summary,
     pause_then_canned,
     peak_rss_bytes,
@@ -80,7 +81,7 @@ async def _child(count: int, timeout_ms: int, traced: bool, stall: bool) -> dict
         await warm.destroy()
         del warm
         loop = asyncio.get_running_loop()
-        timers_before = len(loop._scheduled)  # type: ignore[attr-defined]
+        timers_before = live_timers(loop)
 
         m0 = measure()
         if traced:
@@ -100,7 +101,7 @@ async def _child(count: int, timeout_ms: int, traced: bool, stall: bool) -> dict
         out["pause_s"] = time.perf_counter() - t0
         del step  # the host need not keep the step: measure only what the engine holds
         m2 = measure()
-        out["timers"] = len(loop._scheduled) - timers_before  # type: ignore[attr-defined]
+        out["timers"] = live_timers(loop) - timers_before
         assert paused == count, f"{paused} of {count} turns paused"
         if traced:
             snap_paused = tracemalloc.take_snapshot()
@@ -114,7 +115,7 @@ async def _child(count: int, timeout_ms: int, traced: bool, stall: bool) -> dict
         out["resume_s"] = time.perf_counter() - t0
         done = sum(1 for r in results if r is not None and r.status is tl.TurnStatus.SUCCESS)
         assert done == count, f"{done} of {count} turns completed"
-        out["timers_left"] = len(loop._scheduled) - timers_before  # type: ignore[attr-defined]
+        out["timers_left"] = live_timers(loop) - timers_before
     out.update(
         count=count,
         before=m0,

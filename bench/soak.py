@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as `python bench/soak.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import turnloom as tl
-from bench._common import print_table, quiet_logging, rss_bytes
+from bench._common import live_timers, print_table, quiet_logging, rss_bytes
 from bench.wire_bench import start_server
 
 #: The user messages: the mock echoes them, so the JSON one makes the ToolCall node see a call.
@@ -240,17 +240,6 @@ async def run_round(
         await attempt(report, "destroy", agent.destroy())
 
 
-def leftover_timers(loop: asyncio.AbstractEventLoop, engine: tl.AsyncEngine) -> int:
-    """Timers still scheduled on `loop` (asyncio keeps them in a private heap), but for the
-    stall warning's one timer, which outlives the last pause until its moment."""
-    stall_fire = engine.core.stall_watch._fire
-    return sum(
-        1
-        for handle in getattr(loop, "_scheduled", ())
-        if not handle.cancelled() and handle._callback != stall_fire
-    )
-
-
 async def soak_embedded(args: argparse.Namespace) -> list[RoundReport]:
     """Rounds on an in-process `AsyncEngine` with the mock model."""
     reports = []
@@ -266,7 +255,8 @@ async def soak_embedded(args: argparse.Namespace) -> list[RoundReport]:
                 report.violations.append(f"{len(others)} tasks left after the round")
             if engine.core.agents:
                 report.violations.append(f"{len(engine.core.agents)} agents left")
-            timers = leftover_timers(asyncio.get_running_loop(), engine)
+            # The stall warning's one timer outlives the last pause until its moment.
+            timers = live_timers(asyncio.get_running_loop(), engine.core.stall_watch._fire)
             if timers:
                 report.violations.append(f"{timers} timers still scheduled after the round")
             gc.collect()

@@ -17,6 +17,8 @@ class SessionEvents(AgentListener):
     """Turns agent events into NodeEvent, AnswerText and TurnComplete frames."""
 
     agents: dict[int, AgentCore]
+    #: Set when a turn ends (see `Session.data_received`).
+    turn_ended: bool
 
     def send(self, message: dict[str, Any]) -> None:
         """Queue one frame to the client."""
@@ -86,4 +88,5 @@ class SessionEvents(AgentListener):
 
     def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
         """Send a TurnComplete."""
+        self.turn_ended = True
         self.send({"type": "TurnComplete", "agent_id": agent_id, **result_to_wire(result)})

@@ -80,6 +80,9 @@ class Session(asyncio.Protocol, SessionAnswers):
         #: events around it, instead of one each.
         self._pending: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
+        #: A turn ended while this read was answered (a cancel, a destroy): its frames wait
+        #: for the iteration's flush, after its stopped task has unwound.
+        self.turn_ended = False
         self.configured = False
         self.closed = False
         self.agents: dict[int, AgentCore] = {}
@@ -146,6 +149,7 @@ class Session(asyncio.Protocol, SessionAnswers):
             return
         decoder = self.decoder
         decoder.push(data)
+        self.turn_ended = False
         until = time.perf_counter() + ANSWER_BUDGET_S
         while not self.closed and (item := decoder.pull(LARGE_BODY_BYTES)) is not None:
             if isinstance(item, LargeBody):
@@ -158,9 +162,11 @@ class Session(asyncio.Protocol, SessionAnswers):
             if decoder.buffered and time.perf_counter() > until:
                 self.intake.defer()
                 break
-        if self._pending:
+        if self._pending and not self.turn_ended:
             # The replies go out now, not after the walks they started have run (those walks'
-            # events follow in this iteration's flush): about 10 us off a resume's ack.
+            # events follow in this iteration's flush): about 10 us off a resume's ack. Not
+            # when a turn ended meanwhile: the client then hears of it only once the turn's
+            # task (its generation, say) has seen its cancellation, as before.
             self._flush()
 
     def answer(self, item: dict[str, Any] | FrameError) -> None:

@@ -4,6 +4,7 @@ long dialog, as a large frame's decoded value, never all in one call."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +54,21 @@ def test_a_destroyed_agents_long_dialog_is_freed_a_step_per_iteration(
         assert len(steps) >= 5 and steps[-1] is True and not any(steps[:-1])
     else:
         assert steps == []
+
+
+def test_an_unloaded_durable_agents_long_dialog_is_freed_a_step_per_iteration(
+    steps: list[bool], tmp_path: Path
+) -> None:
+    # As when another worker takes the agent over, or its session lets it go.
+    async def main() -> None:
+        async with tl.AsyncEngine(tl.MockModel("mock"), store=tmp_path / "agents.db") as engine:
+            agent = await engine.create_agent(graph())
+            assert (await agent.send_message("hi")).result is not None
+            agent._core.dialog.extend(Interaction(f"m{i}") for i in range(10_000))
+            agent._core.unload()
+            assert steps == [] and agent._core.dialog == []
+            for _ in range(20):
+                await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert len(steps) >= 5 and steps[-1] is True

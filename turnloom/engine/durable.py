@@ -84,6 +84,7 @@ class DurableAgentCore(AgentCore):
         self.store = None
         self.destroyed = True
         self.runtime.forget(self.agent_id)
+        self.let_go_of_dialog()
 
     def notify(self, method: str, *args: Any) -> None:
         """Save at a pause, before the host hears of it."""

@@ -42,9 +42,13 @@ _STATUS_OF_STATE = {
 def start(agent: TurnOwner, turn: Turn, inline: bool = False) -> None:
     """Start `turn` at the graph's start node (`inline`: see `_launch`)."""
     fire(turn, Trigger.START)
-    log.debug(
-        "turn.started", agent_id=agent.agent_id, turn_id=turn.turn_id, node=agent.graph.start_node
-    )
+    if log.debug_on():
+        log.debug(
+            "turn.started",
+            agent_id=agent.agent_id,
+            turn_id=turn.turn_id,
+            node=agent.graph.start_node,
+        )
     _launch(agent, turn, agent.graph.start_node, inline)
 
 
@@ -196,16 +200,17 @@ def _pause(
                 now + timeout_ms / 1000, on_pause_deadline, agent, turn, turn.pause_seq
             ),
         )
-    engine.stall_watch.watch(agent, turn)
+    engine.stall_watch.watch(agent, turn, now)
     turn.task = None  # this walk ends here; a parked turn holds no task
-    log.debug(
-        "turn.paused",
-        agent_id=agent.agent_id,
-        turn_id=turn.turn_id,
-        node=node,
-        pending_exit=route,
-        timeout_ms=timeout_ms,
-    )
+    if log.debug_on():
+        log.debug(
+            "turn.paused",
+            agent_id=agent.agent_id,
+            turn_id=turn.turn_id,
+            node=node,
+            pending_exit=route,
+            timeout_ms=timeout_ms,
+        )
     agent.notify("on_paused", info, bool(turn.waiters))
     if turn.pause is not None and turn.pause.seq == turn.pause_seq:
         # Still parked (not resumed at once by registered tools): the waiters get the pause.
@@ -244,14 +249,15 @@ def resume(
             result_message(call, results[call.call_id]) for call in pause.info.pending_calls
         )
     target = resume_node or pause.info.pending_target
-    log.debug(
-        "turn.resumed",
-        agent_id=agent.agent_id,
-        turn_id=turn.turn_id,
-        node=pause.info.node_name,
-        resume_node=resume_node,
-        next_node=target,
-    )
+    if log.debug_on():
+        log.debug(
+            "turn.resumed",
+            agent_id=agent.agent_id,
+            turn_id=turn.turn_id,
+            node=pause.info.node_name,
+            resume_node=resume_node,
+            next_node=target,
+        )
     agent.notify("on_resumed", pause.info.node_name, resume_node)
     if not inline:
         turn.task = agent.runtime.loop.create_task(_continue(agent, turn, target))
@@ -331,11 +337,12 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
     )
     turn.result = result
     turn.task = None
-    log.debug(
-        "turn.completed",
-        agent_id=agent.agent_id,
-        turn_id=turn.turn_id,
-        status=status.value,
-        error_code=result.error_code,
-    )
+    if log.debug_on():
+        log.debug(
+            "turn.completed",
+            agent_id=agent.agent_id,
+            turn_id=turn.turn_id,
+            status=status.value,
+            error_code=result.error_code,
+        )
     agent.turn_completed(turn, result)

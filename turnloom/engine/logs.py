@@ -73,6 +73,11 @@ class Logger:
         # stacklevel 3: the record names the module that logged, not this file.
         self._std.log(level, record, exc_info=exc_info, stacklevel=3)
 
+    def debug_on(self) -> bool:
+        """Whether `debug` would log anything: a hot path asks first, so that it builds the
+        event's fields only then (four routine events a turn)."""
+        return _is_configured() or self._std.isEnabledFor(_DEBUG)
+
     def debug(self, event: str, **context: Any) -> None:
         """Log a routine event (every turn logs a few): hidden unless the host asks."""
         if _is_configured():

@@ -66,8 +66,9 @@ class StallWatch:
         timeout_ms = pause.info.timeout_ms
         return bool(self._stall_ms) and (not timeout_ms or timeout_ms > self._stall_ms)
 
-    def watch(self, agent: Any, turn: Turn) -> None:
-        """Start watching the pause `turn` is in (a new one, or one restored from a snapshot).
+    def watch(self, agent: Any, turn: Turn, now: float | None = None) -> None:
+        """Start watching the pause `turn` is in (a new one, or one restored from a snapshot);
+        `now`: the clock's time, if the caller has just read it.
 
         A restored pause whose moment has already passed is counted but never warned about:
         its warning, if any, was given before the restore.
@@ -78,7 +79,7 @@ class StallWatch:
             return
         self._open += 1
         due = pause.started_at + self._delay_s
-        if due <= self._clock.now():
+        if due <= (self._clock.now() if now is None else now):
             return
         entry = (agent, turn, pause)
         entries = self._entries

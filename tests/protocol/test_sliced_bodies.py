@@ -108,7 +108,10 @@ def test_the_decoder_hands_out_bodies_over_the_threshold_undecoded_in_order() ->
     small = msgpack.packb({"type": "Cancel", "request_id": 1, "agent_id": 1})
     large = big_frame()
     data = b"".join(struct.pack("<I", len(b)) + b for b in (small, large, small))
-    items = FrameDecoder().feed_deferring(data, 4096)
+    decoder = FrameDecoder()
+    decoder.push(data)
+    items = [decoder.pull(4096) for _ in range(3)]
+    assert decoder.pull(4096) is None
     assert [type(i).__name__ for i in items] == ["dict", "LargeBody", "dict"]
     assert isinstance(items[1], LargeBody) and items[1].body == large
     # `feed` decodes everything, as it always did.

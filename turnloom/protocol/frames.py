@@ -178,17 +178,11 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[dict[str, Any] | FrameError]:
         """Take `data` and return every frame it completed."""
-        # Every body fits max_bytes, so none comes out undecoded.
-        return self.feed_deferring(data, self.max_bytes)  # type: ignore[return-value]
-
-    def feed_deferring(
-        self, data: bytes, above: int
-    ) -> list[dict[str, Any] | FrameError | LargeBody]:
-        """Like `feed`, but a body longer than `above` bytes comes out as a `LargeBody`."""
         self.push(data)
-        out: list[dict[str, Any] | FrameError | LargeBody] = []
-        while (item := self.pull(above)) is not None:
-            out.append(item)
+        out: list[dict[str, Any] | FrameError] = []
+        # Every body fits max_bytes, so none comes out undecoded.
+        while (item := self.pull(self.max_bytes)) is not None:
+            out.append(item)  # type: ignore[arg-type]
         return out
 
     def push(self, data: bytes) -> None:

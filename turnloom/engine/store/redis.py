@@ -51,9 +51,17 @@ class RedisStore(SharedStore):
         self.worker = new_worker_name()
         self._scripts = {
             name: client.register_script(getattr(lua, name))
-            for name in ("CLAIM", "SAVE", "DELETE", "RELEASE", "HELD", "ALLOCATE", "CLAIM_MANY")
+            for name in (
+                "CLAIM",
+                "SAVE",
+                "DELETE",
+                "RELEASE",
+                "HELD",
+                "ALLOCATE",
+                "CLAIM_MANY",
+                "DUE",
+            )
         }
-        self._due = client.register_script(lua.DUE)
 
     @classmethod
     def from_url(
@@ -159,7 +167,7 @@ class RedisStore(SharedStore):
 
     def claim_due(self, now: float, limit: int) -> list[tuple[int, bytes]]:
         """The due ids (`ZRANGEBYSCORE`), then those no live worker holds, claimed."""
-        due = self._due(keys=[self._deadlines], args=[repr(now), limit])
+        due = self._run("DUE", [self._deadlines], [repr(now), limit])
         return list(self._claim_many(due)) if due else []
 
     def held(self, agent_ids: Sequence[int]) -> set[int]:

@@ -6,6 +6,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
+# llama.cpp's AMX kernels crash (SIGSEGV in ggml_backend_amx_mul_mat) on Q4_K_M models, the
+# default model's quantization, on CPUs that have AMX (Sapphire Rapids and later Xeons): a build
+# on such a CPU keeps its other native instructions (AVX-512 included) and leaves AMX out.
+LLAMA_CMAKE_ARGS := $(if $(shell grep -qw amx_int8 /proc/cpuinfo 2>/dev/null && echo y),-DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8)
 # Exits 0 only on Python 3.11+ (the package's requires-python).
 PY_CHECK := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 
@@ -23,7 +27,8 @@ $(STAMP): pyproject.toml
 	@$(PY) $(PY_CHECK) 2>/dev/null || $(PYTHON) -m venv --clear $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# llama-cpp-python compiles llama.cpp on first install: several minutes on 2 cores.
-	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install --quiet -e '.[dev,llama]'
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $$CMAKE_ARGS" \
+		$(PY) -m pip install --quiet -e '.[dev,llama]'
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
@@ -36,6 +41,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check turnloom tests bench
 	$(PY) -m ruff format --check turnloom tests bench
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

@@ -39,7 +39,7 @@ import httpx
 
 import turnloom as tl
 from bench._common import logged_summary, quiet_logging
-from turnloom.engine.backends.served import Completion
+from turnloom.engine.inference.served import Completion
 
 MODEL = "gemma"
 SHOP = "You are Mira, who keeps a shop of arms and armour in the old town. "

@@ -37,7 +37,7 @@ from bench.watched_server import (
     open_session,
     pack_with,
 )
-from turnloom.engine.projection import Interaction
+from turnloom.engine.turns.projection import Interaction
 from turnloom.protocol.graph_codec import graph_from_wire, graph_to_wire, params_from_wire
 
 #: Runs of each case; the median is reported.

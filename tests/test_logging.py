@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from turnloom.engine.logs import get_logger
+from turnloom.engine.support.logs import get_logger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -135,7 +135,7 @@ def test_disabled_calls_do_not_render_their_values() -> None:
     done = run(
         script="""
 import logging, sys
-from turnloom.engine.logs import get_logger
+from turnloom.engine.support.logs import get_logger
 
 class Unrenderable:
     def __repr__(self):

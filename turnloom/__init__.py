@@ -15,13 +15,10 @@ scripted mock model; `LlamaModel`, `CatalogEntry`, `register_model`, `MockModel`
 __version__ = "0.1.0"
 
 from . import models, testing
-from .engine.backends.catalog import CatalogEntry, register_model
-from .engine.backends.llama import LlamaModel
-from .engine.backends.mock import MockModel
-from .engine.backends.served import ServedModel, ServedModelError, ServerKind
-from .engine.clock import VirtualClock
-from .engine.graph import GraphDescription
-from .engine.params import (
+from .engine.durable.snapshot import AgentSnapshot
+from .engine.durable.store import SQLiteStore, Store
+from .engine.graph.builder import GraphDescription
+from .engine.graph.params import (
     CannedResponseParams,
     GenerateParams,
     NodeParams,
@@ -35,10 +32,13 @@ from .engine.params import (
     ToolDefinition,
     ToolParamDefinition,
 )
-from .engine.results import PauseInfo, Step, ToolCallEvent, ToolResult, TurnResult, TurnStatus
-from .engine.runtime import EngineSettings
-from .engine.snapshot import AgentSnapshot
-from .engine.store import SQLiteStore, Store
+from .engine.inference.catalog import CatalogEntry, register_model
+from .engine.inference.llama import LlamaModel
+from .engine.inference.mock import MockModel
+from .engine.inference.served import ServedModel, ServedModelError, ServerKind
+from .engine.support.clock import VirtualClock
+from .engine.turns.results import PauseInfo, Step, ToolCallEvent, ToolResult, TurnResult, TurnStatus
+from .engine.turns.runtime import EngineSettings
 from .host import (
     Agent,
     AsyncAgent,

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import NoReturn
 
 from . import __version__
-from .engine.graph import GraphDescription
-from .engine.graph_diagram import draw_graph
-from .engine.store import SHARED_SCHEMES
-from .engine.store.base import LEASE_S
+from .engine.durable.store import SHARED_SCHEMES
+from .engine.durable.store.base import LEASE_S
+from .engine.graph.builder import GraphDescription
+from .engine.graph.diagram import draw_graph
 from .protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from .serve_command import READY_LINE, security_of, serve
 from .server import ServerLimits

@@ -13,12 +13,8 @@ import textwrap
 import time
 from collections.abc import Callable
 
-from .engine.backends.base import GenerationRequest, ModelBackend
-from .engine.backends.catalog import DEFAULT_MODEL
-from .engine.backends.llama import LlamaModel
-from .engine.backends.mock import MockModel
-from .engine.graph import GraphDescription
-from .engine.params import (
+from .engine.graph.builder import GraphDescription
+from .engine.graph.params import (
     CannedResponseParams,
     GenerateParams,
     NodeParams,
@@ -30,8 +26,12 @@ from .engine.params import (
     ToolDefinition,
     ToolParamDefinition,
 )
-from .engine.results import PauseInfo, Step, ToolCallEvent, TurnResult
-from .engine.runtime import EngineSettings
+from .engine.inference.base import GenerationRequest, ModelBackend
+from .engine.inference.catalog import DEFAULT_MODEL
+from .engine.inference.llama import LlamaModel
+from .engine.inference.mock import MockModel
+from .engine.turns.results import PauseInfo, Step, ToolCallEvent, TurnResult
+from .engine.turns.runtime import EngineSettings
 from .host.sync import Agent, Engine
 
 #: What the game answers to check_stock.

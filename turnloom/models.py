@@ -1,8 +1,8 @@
 """Models: the llama.cpp backend, the model catalog, and the interface a custom backend
 implements. `turnloom.LlamaModel`, `CatalogEntry` and `register_model` are also top-level."""
 
-from .engine.backends.base import GenerationRequest, GenerationResult, ModelBackend
-from .engine.backends.catalog import (
+from .engine.inference.base import GenerationRequest, GenerationResult, ModelBackend
+from .engine.inference.catalog import (
     DEFAULT_MODEL,
     CatalogEntry,
     ToolGrammar,
@@ -10,9 +10,9 @@ from .engine.backends.catalog import (
     catalog_names,
     register_model,
 )
-from .engine.backends.info import ModelInfo, model_info
-from .engine.backends.llama import GenerationStats, LlamaModel
-from .engine.tool_families import ToolCallFamily
+from .engine.inference.info import ModelInfo, model_info
+from .engine.inference.llama import GenerationStats, LlamaModel
+from .engine.tools.families import ToolCallFamily
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -11,9 +11,9 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from .engine.backends.mock import MockModel
-from .engine.store import SHARED_SCHEMES, Store, open_store
-from .engine.store.base import LEASE_S
+from .engine.durable.store import SHARED_SCHEMES, Store, open_store
+from .engine.durable.store.base import LEASE_S
+from .engine.inference.mock import MockModel
 from .host.aio import AsyncEngine
 from .protocol.frames import PROTOCOL_VERSION
 from .server import Server, ServerLimits, is_loopback
@@ -44,7 +44,7 @@ def serve(
 
     try:
         if store is not None and store.startswith(SHARED_SCHEMES):
-            from .engine.store.redis import RedisStore
+            from .engine.durable.store.redis import RedisStore
 
             lease_s = LEASE_S if lease_ms is None else lease_ms / 1000
             opened: Store | None = RedisStore.from_url(store, lease_s=lease_s)

@@ -68,7 +68,7 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
         return
     import redis
 
-    from turnloom.engine.store.redis import RedisStore
+    from turnloom.engine.durable.store.redis import RedisStore
 
     url = request.getfixturevalue("redis_url")
     prefix = f"test-{request.node.name}"

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 import turnloom as tl
-from turnloom.engine.backends.base import GenerationRequest
+from turnloom.engine.inference.base import GenerationRequest
 
 LOOK = tl.ToolDefinition(
     name="look",

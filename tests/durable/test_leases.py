@@ -18,7 +18,7 @@ import structlog
 
 import turnloom as tl
 from tests.durable import scenario
-from turnloom.engine.store.redis import RedisStore
+from turnloom.engine.durable.store.redis import RedisStore
 
 Workers = Callable[[], Any]
 

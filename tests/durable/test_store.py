@@ -15,10 +15,10 @@ import structlog
 
 import turnloom as tl
 from tests.durable import scenario
-from turnloom.engine.agent import AgentCore
-from turnloom.engine.durable import DurableAgentCore
-from turnloom.engine.store import SQLiteStore, Store, open_store
-from turnloom.engine.store.base import SharedStore
+from turnloom.engine.durable.agent import DurableAgentCore
+from turnloom.engine.durable.store import SQLiteStore, Store, open_store
+from turnloom.engine.durable.store.base import SharedStore
+from turnloom.engine.turns.agent import AgentCore
 
 StoreSpec = Callable[[], Any]
 

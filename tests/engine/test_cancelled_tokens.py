@@ -17,7 +17,7 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import GET_TIME, SET_LIGHT, graph_of
-from turnloom.engine.backends.base import (
+from turnloom.engine.inference.base import (
     GenerationProgress,
     GenerationRequest,
     GenerationResult,

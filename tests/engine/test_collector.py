@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from turnloom.engine.collector import CollectorPause
+from turnloom.engine.support.collector import CollectorPause
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from turnloom.engine.gil import SWITCH_S, run_switching_often
+from turnloom.engine.support.gil import SWITCH_S, run_switching_often
 
 
 def test_the_switch_interval_is_short_while_the_work_runs_and_restored_after() -> None:

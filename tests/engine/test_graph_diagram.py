@@ -7,7 +7,7 @@ import re
 
 import turnloom as tl
 from tests.helpers import graph_of
-from turnloom.engine.graph_diagram import LEGEND, draw_graph
+from turnloom.engine.graph.diagram import LEGEND, draw_graph
 
 LINK = re.compile(r"^  \w+ (-->|--|-\.) ")
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 import turnloom as tl
-from turnloom.engine.backends.base import GenerationRequest
-from turnloom.engine.backends.mock import KEPT_REQUESTS
-from turnloom.engine.exchanges import check_batch
-from turnloom.engine.guards import LISTED_IDS, brief, some
-from turnloom.engine.rejections import InvalidToolResults
-from turnloom.engine.results import PauseInfo, ToolCallEvent, ToolResult
+from turnloom.engine.inference.base import GenerationRequest
+from turnloom.engine.inference.mock import KEPT_REQUESTS
+from turnloom.engine.support.guards import LISTED_IDS, brief, some
+from turnloom.engine.support.rejections import InvalidToolResults
+from turnloom.engine.turns.exchanges import check_batch
+from turnloom.engine.turns.results import PauseInfo, ToolCallEvent, ToolResult
 
 # --- the virtual clock ---------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import turnloom as tl
-from turnloom.engine.backends.llama.specials import (
+from turnloom.engine.inference.llama.specials import (
     detokenize,
     marker_texts,
     special_marker_tokens,

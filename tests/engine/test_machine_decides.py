@@ -12,10 +12,10 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import graph_of
-from turnloom.engine.agent import AgentCore
 from turnloom.engine.core import EngineCore
-from turnloom.engine.results import AgentListener, PauseInfo
-from turnloom.engine.turn import OpenPause
+from turnloom.engine.turns.agent import AgentCore
+from turnloom.engine.turns.results import AgentListener, PauseInfo
+from turnloom.engine.turns.turn import OpenPause
 from turnloom.protocol.codes import REFUSED_TRIGGER_CODES, code_for, rejected
 from turnloom.states import OPERATION_TRIGGERS, IllegalTransition, Rejection, Trigger, TurnState
 

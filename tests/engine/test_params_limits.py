@@ -12,10 +12,10 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import graph_of, nested
-from turnloom.engine.fields import param_fields
-from turnloom.engine.params import MAX_SEED, MAX_TIMEOUT_MS, MAX_TOP_K, validate_params
+from turnloom.engine.graph.fields import param_fields
+from turnloom.engine.graph.params import MAX_SEED, MAX_TIMEOUT_MS, MAX_TOP_K, validate_params
 from turnloom.engine.params_doc import DOCUMENTED
-from turnloom.engine.rejections import GraphCompilationFailed, InvalidParamValue
+from turnloom.engine.support.rejections import GraphCompilationFailed, InvalidParamValue
 from turnloom.protocol.graph_codec import graph_from_wire, params_from_wire
 
 Code = tl.ErrorCode

@@ -14,11 +14,11 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import SET_LIGHT, graph_of
-from turnloom.engine import fields
-from turnloom.engine.fields import param_fields, params_to_mapping
+from turnloom.engine.graph import fields
+from turnloom.engine.graph.fields import param_fields, params_to_mapping
+from turnloom.engine.graph.prompt_template import MAX_SECTION_DEPTH, TEMPLATE_VARIABLES
 from turnloom.engine.params_doc import DOCUMENTED, params_markdown, write_params_doc
-from turnloom.engine.projection import Interaction, prompt_context
-from turnloom.engine.prompt_template import MAX_SECTION_DEPTH, TEMPLATE_VARIABLES
+from turnloom.engine.turns.projection import Interaction, prompt_context
 from turnloom.protocol.graph_codec import params_from_wire
 
 Code = tl.ErrorCode

@@ -7,8 +7,8 @@ import pytest
 
 import turnloom as tl
 from tests.engine.test_templates import ACCEPTS, no_gguf, template, tool_graph
-from turnloom.engine.backends.catalog import packaged_template
-from turnloom.engine.backends.llama import probe_chat_template
+from turnloom.engine.inference.catalog import packaged_template
+from turnloom.engine.inference.llama import probe_chat_template
 
 Family = tl.models.ToolCallFamily
 ToolGrammar = tl.models.ToolGrammar

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 import turnloom as tl
-from turnloom.engine.backends.llama import string_caps, tool_call_grammar
-from turnloom.engine.backends.llama.grammar import call_token_bound
+from turnloom.engine.inference.llama import string_caps, tool_call_grammar
+from turnloom.engine.inference.llama.grammar import call_token_bound
 
 MODEL = "gemma"
 FAMILY = tl.models.ToolCallFamily.HERMES

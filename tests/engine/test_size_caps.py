@@ -11,8 +11,8 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import graph_of
-from turnloom.engine.graph import MAX_NODES
-from turnloom.engine.params import MAX_LINES, MAX_TOOL_PARAMETERS, MAX_TOOLS
+from turnloom.engine.graph.builder import MAX_NODES
+from turnloom.engine.graph.params import MAX_LINES, MAX_TOOL_PARAMETERS, MAX_TOOLS
 
 
 def tool(name: str, parameters: int = 1) -> tl.ToolDefinition:

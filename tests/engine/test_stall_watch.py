@@ -10,8 +10,8 @@ import structlog
 
 import turnloom as tl
 from tests.helpers import graph_of
-from turnloom.engine.stall_watch import StallWatch
-from turnloom.engine.turn import OpenPause, Turn
+from turnloom.engine.turns.stall_watch import StallWatch
+from turnloom.engine.turns.turn import OpenPause, Turn
 from turnloom.states import TurnState
 
 STALL_MS = 15_000

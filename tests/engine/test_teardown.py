@@ -10,8 +10,8 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import graph_of
-from turnloom.engine import teardown
-from turnloom.engine.projection import Interaction
+from turnloom.engine.support import teardown
+from turnloom.engine.turns.projection import Interaction
 
 
 def graph() -> tl.GraphDescription:

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 import turnloom as tl
-from turnloom.engine.backends.catalog import packaged_template
-from turnloom.engine.backends.llama import (
+from turnloom.engine.inference.catalog import packaged_template
+from turnloom.engine.inference.llama import (
     ChatTemplate,
     probe_chat_template,
     string_caps,
     tool_call_grammar,
 )
-from turnloom.engine.exchanges import call_message, result_message
-from turnloom.engine.tool_families import FAMILIES
-from turnloom.engine.tool_parsing import parse_tool_calls
+from turnloom.engine.tools.families import FAMILIES
+from turnloom.engine.tools.parsing import parse_tool_calls
+from turnloom.engine.turns.exchanges import call_message, result_message
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "chat_templates"
 

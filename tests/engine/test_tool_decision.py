@@ -12,7 +12,7 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
-from turnloom.engine import tool_decision as td
+from turnloom.engine.turns.nodes import score_decision as td
 
 D = tl.ToolCallDisposition
 

@@ -12,9 +12,9 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import graph_of
-from turnloom.engine.backends.llama import ChatTemplate
-from turnloom.engine.tool_families import ToolCallFamily, detect_family
-from turnloom.engine.tool_parsing import parse_tool_calls
+from turnloom.engine.inference.llama import ChatTemplate
+from turnloom.engine.tools.families import ToolCallFamily, detect_family
+from turnloom.engine.tools.parsing import parse_tool_calls
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "chat_templates"
 

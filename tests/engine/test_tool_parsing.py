@@ -1,4 +1,4 @@
-"""Tests for turnloom.engine.tool_parsing: call formats of real chat-template families."""
+"""Tests for turnloom.engine.tools.parsing: call formats of real chat-template families."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnloom.engine.tool_arguments import arguments_as_strings, coerce_arguments
-from turnloom.engine.tool_families import ToolCallFamily, detect_family
-from turnloom.engine.tool_parsing import ParsedCall, ParseOutcome, parse_tool_calls
+from turnloom.engine.tools.arguments import arguments_as_strings, coerce_arguments
+from turnloom.engine.tools.families import ToolCallFamily, detect_family
+from turnloom.engine.tools.parsing import ParsedCall, ParseOutcome, parse_tool_calls
 
 HERMES = ToolCallFamily.HERMES
 LLAMA3 = ToolCallFamily.LLAMA3

@@ -10,7 +10,7 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import Recorder, graph_of, nested
-from turnloom.engine.exchanges import MAX_TOOL_RESULTS_PER_BATCH
+from turnloom.engine.turns.exchanges import MAX_TOOL_RESULTS_PER_BATCH
 
 Code = tl.ErrorCode
 DEEP = 5000

@@ -17,7 +17,7 @@ import pytest
 import turnloom as tl
 from tests.helpers import blocked_prepare
 from turnloom.engine.core import EngineCore
-from turnloom.engine.param_change import HEAVY
+from turnloom.engine.turns.param_change import HEAVY
 from turnloom.host import aio
 
 MANY = HEAVY + 44  # lines: a graph and a node heavier than HEAVY

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import turnloom as tl
-from turnloom.engine.fields import param_fields
+from turnloom.engine.graph.fields import param_fields
 from turnloom.engine.params_doc import DOCUMENTED
 from turnloom.protocol.messages import REQUESTS, SERVER_FRAMES
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import turnloom as tl
-from turnloom.engine.rejections import GraphCompilationFailed, InvalidParamValue
+from turnloom.engine.support.rejections import GraphCompilationFailed, InvalidParamValue
 from turnloom.protocol.graph_codec import (
     NODE_TYPES,
     graph_from_wire,

@@ -10,7 +10,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from turnloom.engine.teardown import Teardown
+from turnloom.engine.support.teardown import Teardown
 from turnloom.protocol.frames import FrameDecoder, FrameError, LargeBody, decode_body
 from turnloom.protocol.slices import DECODE_SLICE_BYTES, BodyDecode
 

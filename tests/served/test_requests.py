@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 import turnloom as tl
-from turnloom.engine.backends.served import Completion, completion_body
-from turnloom.engine.backends.served.kinds import token_count, tokenize_request
+from turnloom.engine.inference.served import Completion, completion_body
+from turnloom.engine.inference.served.kinds import token_count, tokenize_request
 
 GBNF = 'root ::= "{" [a-z]+ "}"'
 SAMPLING = tl.SamplingParams(temperature=0.2, top_k=12, min_p=0.1, repeat_penalty=1.3, seed=7)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.server.test_large_frames import Client, run
-from turnloom.engine import param_change
+from turnloom.engine.turns import param_change
 from turnloom.server import Server, answers
 
 

@@ -12,8 +12,8 @@ import pytest
 import turnloom as tl
 from tests.helpers import GET_TIME, graph_of, nested
 from tests.wire import RawSession, code_of, frame, pause_graph_wire
-from turnloom.engine.exchanges import MAX_TOOL_RESULTS_PER_BATCH
-from turnloom.engine.guards import LISTED_IDS
+from turnloom.engine.support.guards import LISTED_IDS
+from turnloom.engine.turns.exchanges import MAX_TOOL_RESULTS_PER_BATCH
 from turnloom.protocol.graph_codec import graph_to_wire
 from turnloom.server.requests import HANDLERS
 from turnloom.server.session import Session

@@ -19,25 +19,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..states import TurnState
-from .agent import AgentCore
-from .agent_tags import checked_tags
-from .backends.base import ModelBackend
-from .clock import Clock
-from .collector import CollectorPause
-from .dialog_data import dialog_from_messages
-from .durable import DurableAgentCore
-from .graph import CompiledGraph, GraphDescription, compile_graph
-from .guards import brief
-from .leases import LeaseKeeper
-from .logs import get_logger
-from .params import NodeParams, ToolCallParams
-from .rejections import HeldElsewhere, InvalidParamValue, UnknownAgent
-from .restore import SnapshotPlan, read_snapshot
-from .results import AgentListener
-from .revive import apply_snapshot, watch_stall
-from .runtime import EngineSettings, Runtime
-from .snapshot import absolute_offset, pause_deadline
-from .store.base import SharedStore, Store
+from .durable.agent import DurableAgentCore
+from .durable.leases import LeaseKeeper
+from .durable.restore import SnapshotPlan, read_snapshot
+from .durable.revive import apply_snapshot, watch_stall
+from .durable.snapshot import absolute_offset, pause_deadline
+from .durable.store.base import SharedStore, Store
+from .graph.builder import CompiledGraph, GraphDescription, compile_graph
+from .graph.params import NodeParams, ToolCallParams
+from .inference.base import ModelBackend
+from .support.clock import Clock
+from .support.collector import CollectorPause
+from .support.guards import brief
+from .support.logs import get_logger
+from .support.rejections import HeldElsewhere, InvalidParamValue, UnknownAgent
+from .turns.agent import AgentCore
+from .turns.agent_tags import checked_tags
+from .turns.dialog_data import dialog_from_messages
+from .turns.results import AgentListener
+from .turns.runtime import EngineSettings, Runtime
 
 log = get_logger("turnloom.engine")
 

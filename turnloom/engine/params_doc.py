@@ -15,8 +15,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from .fields import param_fields
-from .params import (
+from .graph.fields import param_fields
+from .graph.params import (
     MAX_SEED,
     MAX_TIMEOUT_MS,
     MAX_TOKENS,
@@ -29,8 +29,8 @@ from .params import (
     ToolDefinition,
     ToolParamDefinition,
 )
-from .prompt_template import MAX_SECTION_DEPTH, TEMPLATE_VARIABLES
-from .runtime import MAX_BYTES, EngineSettings
+from .graph.prompt_template import MAX_SECTION_DEPTH, TEMPLATE_VARIABLES
+from .turns.runtime import MAX_BYTES, EngineSettings
 
 #: The documented classes, in the order the file lists them.
 DOCUMENTED = (
@@ -56,7 +56,7 @@ _INTRO = """\
 <!-- Generated from the params declarations by turnloom.engine.params_doc.params_markdown():
      do not edit by hand. A test fails when this file is stale. -->
 
-Every field of every node's params, as declared in `turnloom/engine/params.py`. A field is
+Every field of every node's params, as declared in `turnloom/engine/graph/params.py`. A field is
 **structural** (fixed when the agent is created: `change_params` refuses a different value with
 3006 ParamNotMutable) or **mutable**. A value of the wrong type or outside its range is refused
 with 3007 InvalidParamValue, naming the node and the field, when the agent is created and in

@@ -9,18 +9,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from ..engine.agent import AgentCore
-from ..engine.backends.base import ChatMessage, ModelBackend
-from ..engine.backends.catalog import DEFAULT_MODEL
-from ..engine.backends.info import ModelInfo, model_info
-from ..engine.backends.llama import LlamaModel
-from ..engine.clock import Clock
-from ..engine.collector import CollectorPause
 from ..engine.core import EngineCore
-from ..engine.dialog_data import dialog_to_messages
-from ..engine.gil import run_switching_often
-from ..engine.graph import GraphDescription
-from ..engine.param_change import (
+from ..engine.durable.snapshot import AgentSnapshot, take_snapshot
+from ..engine.durable.store import Store, open_store
+from ..engine.graph.builder import GraphDescription
+from ..engine.graph.params import NodeParams
+from ..engine.inference.base import ChatMessage, ModelBackend
+from ..engine.inference.catalog import DEFAULT_MODEL
+from ..engine.inference.info import ModelInfo, model_info
+from ..engine.inference.llama import LlamaModel
+from ..engine.support.clock import Clock
+from ..engine.support.collector import CollectorPause
+from ..engine.support.gil import run_switching_often
+from ..engine.turns.agent import AgentCore
+from ..engine.turns.dialog_data import dialog_to_messages
+from ..engine.turns.param_change import (
     HEAVY,
     commit_params,
     current_params,
@@ -29,12 +32,9 @@ from ..engine.param_change import (
     params_weight,
     proposed_params,
 )
-from ..engine.params import NodeParams
-from ..engine.results import Step, ToolResult, TurnResult
-from ..engine.runtime import EngineSettings
-from ..engine.snapshot import AgentSnapshot, take_snapshot
-from ..engine.store import Store, open_store
-from ..engine.turn import Turn
+from ..engine.turns.results import Step, ToolResult, TurnResult
+from ..engine.turns.runtime import EngineSettings
+from ..engine.turns.turn import Turn
 from ..protocol.codes import code_for, rejected, too_deep
 from ..states import Rejection
 from .api import AsyncAgentAPI, AsyncEngineAPI

@@ -12,12 +12,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..engine.backends.base import ChatMessage
-from ..engine.backends.info import ModelInfo
-from ..engine.graph import GraphDescription
-from ..engine.params import NodeParams
-from ..engine.results import Step, TurnResult
-from ..engine.snapshot import AgentSnapshot
+from ..engine.durable.snapshot import AgentSnapshot
+from ..engine.graph.builder import GraphDescription
+from ..engine.graph.params import NodeParams
+from ..engine.inference.base import ChatMessage
+from ..engine.inference.info import ModelInfo
+from ..engine.turns.results import Step, TurnResult
 from .dispatch import DispatchFace
 
 

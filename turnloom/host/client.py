@@ -14,14 +14,14 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..engine.backends.info import ModelInfo
-from ..engine.exchanges import normalize_tool_results
-from ..engine.fields import params_to_mapping
-from ..engine.graph import GraphDescription
-from ..engine.guards import brief
-from ..engine.logs import get_logger
-from ..engine.params import NodeParams
-from ..engine.results import PauseInfo, Step, ToolResult, TurnResult
+from ..engine.graph.builder import GraphDescription
+from ..engine.graph.fields import params_to_mapping
+from ..engine.graph.params import NodeParams
+from ..engine.inference.info import ModelInfo
+from ..engine.support.guards import brief
+from ..engine.support.logs import get_logger
+from ..engine.turns.exchanges import normalize_tool_results
+from ..engine.turns.results import PauseInfo, Step, ToolResult, TurnResult
 from ..protocol.codes import rejected, too_deep
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.graph_codec import graph_to_wire, node_type_of, params_from_wire, to_plain

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from ssl import SSLContext, create_default_context
 from typing import Any, Protocol
 
-from ..engine.guards import brief
-from ..engine.logs import get_logger
+from ..engine.support.guards import brief
+from ..engine.support.logs import get_logger
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import (
     MAX_FRAME_BYTES,

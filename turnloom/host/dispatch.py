@@ -15,8 +15,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..engine.logs import get_logger
-from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
+from ..engine.support.logs import get_logger
+from ..engine.turns.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
 
 log = get_logger("turnloom.host")
 

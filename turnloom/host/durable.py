@@ -8,9 +8,9 @@ import concurrent.futures
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from ..engine.backends.base import ChatMessage
-from ..engine.graph import GraphDescription
-from ..engine.snapshot import AgentSnapshot
+from ..engine.durable.snapshot import AgentSnapshot
+from ..engine.graph.builder import GraphDescription
+from ..engine.inference.base import ChatMessage
 from .aio import AsyncAgent, AsyncEngine
 from .api import AsyncAgentAPI
 from .loop_thread import LoopThread

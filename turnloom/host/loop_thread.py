@@ -30,7 +30,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
 
-from ..engine.guards import brief
+from ..engine.support.guards import brief
 from ..protocol.errors import ErrorCode, TurnloomError
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from ..engine.store.base import LEASE_S
+from ..engine.durable.store.base import LEASE_S
 from ..protocol.errors import ErrorCode, TurnloomError
 from .connection import Connection, EventSink
 

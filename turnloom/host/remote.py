@@ -12,7 +12,7 @@ from collections.abc import Awaitable
 from ssl import SSLContext
 from typing import Any
 
-from ..engine.graph import GraphDescription
+from ..engine.graph.builder import GraphDescription
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from .client import AsyncRemoteEngine
 from .connection import Connection, check_auth_key, client_context

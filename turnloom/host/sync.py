@@ -13,14 +13,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..engine.backends.base import ModelBackend
-from ..engine.backends.info import ModelInfo
-from ..engine.clock import Clock
-from ..engine.graph import GraphDescription
-from ..engine.params import NodeParams
-from ..engine.results import Step, TurnResult
-from ..engine.runtime import EngineSettings
-from ..engine.store import Store
+from ..engine.durable.store import Store
+from ..engine.graph.builder import GraphDescription
+from ..engine.graph.params import NodeParams
+from ..engine.inference.base import ModelBackend
+from ..engine.inference.info import ModelInfo
+from ..engine.support.clock import Clock
+from ..engine.turns.results import Step, TurnResult
+from ..engine.turns.runtime import EngineSettings
 from .aio import AsyncEngine
 from .api import AsyncAgentAPI, AsyncEngineAPI
 from .dispatch import CallbackDispatch, DispatchFace

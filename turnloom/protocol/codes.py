@@ -7,9 +7,9 @@ rejection into the host-facing `TurnloomError`, logging it with its code (R-L1).
 
 from __future__ import annotations
 
-from ..engine import rejections as r
-from ..engine import results
-from ..engine.logs import get_logger
+from ..engine.support import rejections as r
+from ..engine.support.logs import get_logger
+from ..engine.turns import results
 from ..states import IllegalTransition, Rejection, Trigger
 from .errors import ErrorCode, TurnloomError
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgpack
 
-from ..engine.guards import brief
+from ..engine.support.guards import brief
 from .errors import ErrorCode
 
 #: Where `python -m turnloom serve` listens and `turnloom.connect` connects when given nothing.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.guards import brief
+from ..engine.support.guards import brief
 from .errors import ErrorCode
 from .frames import FrameError
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..engine.backends.info import ModelInfo
-from ..engine.results import PauseInfo, ToolCallEvent, ToolResult, TurnResult, TurnStatus
+from ..engine.inference.info import ModelInfo
+from ..engine.turns.results import PauseInfo, ToolCallEvent, ToolResult, TurnResult, TurnStatus
 
 
 def tool_call_to_wire(event: ToolCallEvent) -> dict[str, Any]:

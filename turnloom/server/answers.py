@@ -12,10 +12,10 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from ..engine.core import AgentPlan
-from ..engine.fields import params_to_mapping
-from ..engine.guards import brief
-from ..engine.logs import get_logger
-from ..engine.param_change import (
+from ..engine.graph.fields import params_to_mapping
+from ..engine.support.guards import brief
+from ..engine.support.logs import get_logger
+from ..engine.turns.param_change import (
     HEAVY,
     commit_params,
     current_params,

@@ -14,9 +14,9 @@ import hmac
 import secrets
 from collections.abc import Mapping
 
-from ..engine.agent import AgentCore
-from ..engine.durable import DurableAgentCore
-from ..engine.results import AgentListener
+from ..engine.durable.agent import DurableAgentCore
+from ..engine.turns.agent import AgentCore
+from ..engine.turns.results import AgentListener
 
 #: The tag that holds the digest of a durable agent's resume token.
 DIGEST_TAG = "turnloom.resume_token_sha256"

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..engine.logs import get_logger
+from ..engine.support.logs import get_logger
 
 log = get_logger("turnloom.server")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.agent import AgentCore
-from ..engine.results import AgentListener, PauseInfo, ToolCallEvent, TurnResult
+from ..engine.turns.agent import AgentCore
+from ..engine.turns.results import AgentListener, PauseInfo, ToolCallEvent, TurnResult
 from ..protocol.records import pause_to_wire, result_to_wire, tool_call_to_wire
 
 

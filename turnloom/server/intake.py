@@ -20,10 +20,10 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from ..engine.collector import CollectorPause
-from ..engine.gil import run_switching_often
-from ..engine.logs import get_logger
-from ..engine.teardown import free_later
+from ..engine.support.collector import CollectorPause
+from ..engine.support.gil import run_switching_often
+from ..engine.support.logs import get_logger
+from ..engine.support.teardown import free_later
 from ..protocol.frames import FrameError, LargeBody
 from ..protocol.slices import DECODE_SLICE_BYTES, BodyDecode
 

@@ -12,14 +12,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..engine.agent import AgentCore
-from ..engine.backends.info import model_info
 from ..engine.core import EngineCore
-from ..engine.durable import DurableAgentCore
-from ..engine.fields import params_to_mapping
-from ..engine.guards import brief
-from ..engine.logs import get_logger
-from ..engine.rejections import AgentDestroyed, InvalidParamValue, UnknownAgent
+from ..engine.durable.agent import DurableAgentCore
+from ..engine.graph.fields import params_to_mapping
+from ..engine.inference.info import model_info
+from ..engine.support.guards import brief
+from ..engine.support.logs import get_logger
+from ..engine.support.rejections import AgentDestroyed, InvalidParamValue, UnknownAgent
+from ..engine.turns.agent import AgentCore
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import PROTOCOL_VERSION
 from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire

@@ -16,9 +16,9 @@ import time
 from collections import OrderedDict
 from typing import Any, Protocol
 
-from ..engine.agent import AgentCore
 from ..engine.core import EngineCore
-from ..engine.logs import get_logger
+from ..engine.support.logs import get_logger
+from ..engine.turns.agent import AgentCore
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import (
     PROTOCOL_VERSION,

@@ -14,9 +14,9 @@ import contextlib
 import itertools
 from ssl import SSLContext
 
-from ..engine.agent import AgentCore
 from ..engine.core import EngineCore
-from ..engine.logs import get_logger
+from ..engine.support.logs import get_logger
+from ..engine.turns.agent import AgentCore
 from ..host.aio import AsyncEngine
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT

@@ -1,0 +1,139 @@
+"""Likelihood scoring on a GGUF model: how likely each of some choices is to follow a prompt.
+
+This is the primitive the ToolCall node's `score` decision runs on
+(`turns.nodes.score_decision`). It works on the instance's own llama.cpp context, on its worker
+thread, without a second model and without `logits_all`. The choices' tokens form a trie; the
+model is asked for a row of logits only where the trie branches (the prompt's own last row
+covers the first branching), because on a model with a large vocabulary (Gemma's 262k) each row
+costs about as much as the rest of the model's step. Tokens on an unbranched stretch are fed
+along with the next branching's decode and count as certain: the choice is among the given
+texts, not over all text.
+
+The KV cache is left holding the prompt, so the next scoring or generation of the same agent
+reuses whatever prefix it shares, as `Llama.generate` does its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..catalog import CatalogEntry
+from .native import Instance
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+__all__ = ["LikelihoodScoring", "choice_logprobs"]
+
+
+class LikelihoodScoring:
+    """The scoring half of `LlamaModel` (a mixin, so that module keeps to generation)."""
+
+    entry: CatalogEntry
+    _instances: list[Instance]
+
+    def default_tool_decision(self) -> str:
+        """The catalog entry's `tool_decision`."""
+        return self.entry.tool_decision
+
+    def scoring_error(self) -> str | None:
+        """None: a GGUF model can always score."""
+        return None
+
+    async def score_choices(
+        self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+    ) -> list[float]:
+        """See `ModelBackend.score_choices`; runs on the agent's instance thread (the one its
+        generations use, so the two share the prompt cache)."""
+        inst = self._instances[agent_id % len(self._instances)]
+        future = inst.executor.submit(_score_on_worker, inst, prompt, list(choices), greedy)
+        return await asyncio.wrap_future(future)
+
+
+def _score_on_worker(inst: Instance, prompt: str, choices: list[str], greedy: bool) -> list[float]:
+    llm = inst.ensure_loaded()
+    # special=False: the prompt holds the player's words, which must not become control tokens.
+    prefix = list(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
+    tails = []
+    for text in choices:
+        whole = list(llm.tokenize((prompt + text).encode("utf-8"), add_bos=True, special=False))
+        if whole[: len(prefix)] == prefix and len(whole) > len(prefix):
+            tails.append(whole[len(prefix) :])
+        else:  # the boundary merged into one token: take the choice's own tokens
+            tails.append(list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)))
+    return choice_logprobs(llm, prefix, tails, greedy=greedy)
+
+
+@dataclass
+class _Node:
+    children: dict[int, _Node] = field(default_factory=dict)
+    ends: list[int] = field(default_factory=list)  # the choices that end here
+
+
+def choice_logprobs(
+    llm: Llama, prefix: list[int], tails: list[list[int]], *, greedy: bool = False
+) -> list[float]:
+    """Per token list in `tails`: its summed log-probability after `prefix` at the tokens
+    where the lists branch (see the module docstring; `greedy` as `score_choices`)."""
+    import numpy as np
+
+    if not prefix:
+        raise ValueError("scoring needs a prompt of at least one token")
+    root = _Node()
+    for index, tail in enumerate(tails):
+        node = root
+        for token in tail:
+            node = node.children.setdefault(token, _Node())
+        node.ends.append(index)
+
+    head = len(prefix)
+    # Reuse the cached prefix, as Llama.generate does (eval drops the cache past n_tokens);
+    # the last prompt token is always decoded, for its row of logits.
+    shared = 0
+    for a, b in zip(llm.input_ids[: llm.n_tokens].tolist(), prefix[: head - 1], strict=False):
+        if a != b:
+            break
+        shared += 1
+    llm.n_tokens = shared
+    llm.eval(prefix[shared:])
+    ctx, batch, n_vocab = llm._ctx, llm._batch, llm.n_vocab()
+
+    def log_softmax_row() -> Any:
+        row = np.ctypeslib.as_array(ctx.get_logits_ith(-1), shape=(n_vocab,)).astype(np.float64)
+        top = row.max()
+        return row - top - math.log(float(np.exp(row - top).sum()))
+
+    def row_after(path: list[int]) -> Any:
+        ctx.kv_cache_seq_rm(-1, head, -1)
+        batch.set_batch(batch=path, n_past=head, logits_all=False)
+        ctx.decode(batch)
+        return log_softmax_row()
+
+    scores = [-math.inf] * len(tails)
+    try:
+        stack: list[tuple[_Node, list[int], float, Any]] = [(root, [], 0.0, log_softmax_row())]
+        while stack:
+            node, path, logp, row = stack.pop()
+            for index in node.ends:
+                scores[index] = logp
+            if not node.children:
+                continue
+            if len(node.children) == 1 and not node.ends:  # no parting here: certain
+                ((token, child),) = node.children.items()
+                stack.append((child, [*path, token], logp, None))
+                continue
+            if row is None:
+                row = row_after(path)
+            branches = list(node.children.items())
+            if greedy:
+                branches = [max(branches, key=lambda item: row[item[0]])]
+            for token, child in branches:
+                stack.append((child, [*path, token], logp + float(row[token]), None))
+    finally:
+        ctx.kv_cache_seq_rm(-1, head, -1)
+        llm.n_tokens = head
+    return scores

@@ -1,0 +1,102 @@
+"""The `mock` backend: a scripted, deterministic inference engine for tests and offline demos.
+
+It is a real engine with a fixed script instead of weights: it receives the projected chat,
+streams its reply token by token (yielding to the loop between tokens, so cancellation works as
+with a real model) and counts tokens, reporting each in the request's `progress` as it goes.
+The latest requests are kept for inspection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from ..tools.families import ToolCallFamily
+from .base import GenerationRequest, GenerationResult, ModelBackend
+
+#: One scripted step: a reply text, an exception to raise, or a function of the request.
+ScriptItem = str | BaseException | Callable[[GenerationRequest], str]
+
+_TOKEN = re.compile(r"\s*\S+|\s+")
+
+#: How many of its latest requests a `MockModel` keeps in `requests`: enough for any test to
+#: look back on, bounded so that a long-running `serve --mock` does not grow without end.
+KEPT_REQUESTS = 1000
+
+
+def split_tokens(text: str) -> list[str]:
+    """Split text the way the mock 'tokenizes' it: words with their leading whitespace."""
+    return _TOKEN.findall(text)
+
+
+def echo_reply(request: GenerationRequest) -> str:
+    """The default reply: echo the last user message."""
+    for message in reversed(request.messages):
+        if message.get("role") == "user":
+            return f"You said: {message.get('content', '')}"
+    return "..."
+
+
+class MockModel(ModelBackend):
+    """A scripted model: replies come from `script` in order, then from `fallback`."""
+
+    def __init__(
+        self,
+        name: str = "mock",
+        script: Iterable[ScriptItem] = (),
+        *,
+        fallback: Callable[[GenerationRequest], str] = echo_reply,
+        renders_tools: bool = True,
+        family: ToolCallFamily = ToolCallFamily.GENERIC,
+    ) -> None:
+        self.name = name
+        self.script: deque[ScriptItem] = deque(script)
+        self.fallback = fallback
+        self.renders_tools = renders_tools
+        self.family = family
+        #: The latest `KEPT_REQUESTS` requests, oldest first (`requests[-1]` is the last one).
+        self.requests: deque[GenerationRequest] = deque(maxlen=KEPT_REQUESTS)
+        self.cancelled_generations = 0
+        #: When set, every reply stops after this many tokens and the generation waits there
+        #: until it is cancelled, like a model stuck mid-reply (for tests of cancellation and
+        #: time budgets mid-stream).
+        self.hold_after: int | None = None
+
+    def push(self, *items: ScriptItem) -> None:
+        """Append replies to the script."""
+        self.script.extend(items)
+
+    async def generate(
+        self, request: GenerationRequest, on_delta: Callable[[str], None] | None = None
+    ) -> GenerationResult:
+        """Play the next scripted reply, one token per loop iteration."""
+        self.requests.append(request)
+        item: ScriptItem = self.script.popleft() if self.script else self.fallback
+        if isinstance(item, BaseException):
+            raise item
+        text = item if isinstance(item, str) else item(request)
+        tokens = split_tokens(text)[: request.sampling.max_tokens]
+        produced: list[str] = []
+        try:
+            for token in tokens:
+                await asyncio.sleep(0)
+                if self.hold_after is not None and len(produced) >= self.hold_after:
+                    await asyncio.get_running_loop().create_future()  # until cancelled
+                produced.append(token)
+                request.progress.add()
+                if on_delta is not None:
+                    on_delta(token)
+        except asyncio.CancelledError:
+            self.cancelled_generations += 1
+            raise
+        return GenerationResult("".join(produced), len(produced))
+
+    def tool_call_family(self) -> ToolCallFamily:
+        """The family the script's tool calls are written in."""
+        return self.family
+
+    def tool_support_error(self) -> str | None:
+        """The mock renders tools unless told otherwise."""
+        return None if self.renders_tools else f"model '{self.name}' cannot render tools"

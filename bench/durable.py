@@ -1,5 +1,6 @@
-"""Durable agents (SPEC §11): pause + resume turns written through a store, against LangGraph
-with its SQLite checkpointer; bytes stored per paused agent; restoring 100,000 paused agents.
+"""Durable agents: pause + resume turns written through a store, against LangGraph with its
+SQLite checkpointer; bytes stored per paused agent; restoring 100,000 paused agents (see
+docs/reference/durability.md).
 
     python -m bench.durable [--quick] [--restore N]
 

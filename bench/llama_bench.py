@@ -42,7 +42,7 @@ from bench._common import logged_summary, print_table, quiet_logging
 
 PROMPT = "Tell me a long story about a dragon who guards a mountain of gold."
 
-TOOLS_SPEC: list[tuple[str, str, list[tuple[str, str, str]]]] = [
+SHOP_TOOLS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
     (
         "check_stock",
         "Look up how many of an item the shop has, and its price.",
@@ -356,9 +356,9 @@ async def tool_calls(max_tokens: int) -> None:
         tl.ToolDefinition(
             name, description, [tl.ToolParamDefinition(p, t, d) for p, t, d in params]
         )
-        for name, description, params in TOOLS_SPEC
+        for name, description, params in SHOP_TOOLS
     ]
-    declared = {name: {p: t for p, t, _ in params} for name, _, params in TOOLS_SPEC}
+    declared = {name: {p: t for p, t, _ in params} for name, _, params in SHOP_TOOLS}
     model = tl.LlamaModel.from_catalog(n_ctx=2048).load()
     graph = (
         tl.GraphDescription()

@@ -52,7 +52,7 @@ from bench._common import (
 
 TIMEOUT_MS = 600_000  # long enough never to fire during the run
 KIB = 1024
-TARGET_BYTES = 1200  # per paused turn, agent included, with the default settings (issue 13)
+TARGET_BYTES = 1200  # per paused turn, agent included, with the default settings
 
 
 # --- child: one configuration in one fresh process ---------------------------------------------

@@ -46,7 +46,7 @@ SHOP = "You are Mira, who keeps a shop of arms and armour in the old town. "
 
 
 @contextmanager
-def llama_server(threads: int) -> Iterator[str]:
+def llama_server(threads: int, n_ctx: int = 2048) -> Iterator[str]:
     """llama-cpp-python's server on a free loopback port; its base URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -57,7 +57,7 @@ def llama_server(threads: int) -> Iterator[str]:
         args = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(path),
             "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", "2048", "--n_threads", str(threads), "--n_threads_batch", str(threads),
+            "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
             "--interrupt_requests", "false", "--verbose", "false",
         ]  # fmt: skip
         server = subprocess.Popen(

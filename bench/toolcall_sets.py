@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.llama_bench import TOOLS_SPEC
+from bench.llama_bench import SHOP_TOOLS
 
 #: (name, description, [(argument, type, description)])
 ToolSpec = tuple[str, str, list[tuple[str, str, str]]]
@@ -129,7 +129,7 @@ GAME = PromptSet(
 SHOP = PromptSet(
     "shop",
     "seen while tuning",
-    TOOLS_SPEC,  # llama_bench's shop tools
+    SHOP_TOOLS,  # llama_bench's shop tools
     {},
     [
         _call("Do you sell swords?", "check_stock", item=("swords", "sword")),

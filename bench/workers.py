@@ -1,5 +1,5 @@
-"""Several workers over one Redis store (SPEC R-R6, R-X6): what the store costs a worker, what
-a second worker adds, what one turn costs Redis, and how long an agent takes to move.
+"""Several workers over one Redis store (docs/scaling.md): what the store costs a worker, what a
+second worker adds, what one turn costs Redis, and how long an agent takes to move.
 
     python -m bench.workers [--turns 6000] [--agents 64] [--moves 300]
 

@@ -2,7 +2,7 @@
 blocks the engine's event loop: over the wire (the `bench.watched_server` child) and embedded
 (an ``AsyncEngine`` whose loop is watched the same way).
 
-The goal (issue 9): no single request blocks the loop for more than 10 ms. Each request is
+The goal: no single request blocks the loop for more than 10 ms. Each request is
 sent alone on a fresh session whose agent is paused (on the cases about a big ToolCall node, an
 agent paused before one), RUNS times; the table gives its answer (error codes seen), the round
 trip and the server loop's longest block while it was handled (the median of the runs: the
@@ -37,7 +37,7 @@ from bench.watched_server import (
     open_session,
     pack_with,
 )
-from turnloom.engine.turns.projection import Interaction
+from turnloom.engine.turns.dialog.projection import Interaction
 from turnloom.protocol.graph_codec import graph_from_wire, graph_to_wire, params_from_wire
 
 #: Runs of each case; the median is reported.

@@ -56,8 +56,9 @@ def check_answer_chunks(
     results: Sequence[tl.TurnResult],
     open_reply: str | None,
 ) -> None:
-    """R-D1 over an agent's whole life: per finished turn, deltas that add up to its reply and
-    exactly one final chunk carrying it; after the last one, only the open turn's deltas."""
+    """Answer text chunks over an agent's whole life: per finished turn, deltas that add up to
+    its reply and exactly one final chunk carrying it; after the last one, only the open turn's
+    deltas."""
     finals = [i for i, chunk in enumerate(chunks) if chunk[2]]
     assert len(finals) == len(results)
     start = 0

@@ -21,8 +21,16 @@ def _is_private(name: str) -> bool:
 
 
 def _source_of(module: str) -> Path | None:
-    spec = importlib.util.find_spec(module)
-    return Path(spec.origin) if spec and spec.origin and spec.origin.endswith(".py") else None
+    """The module's file, found without importing anything (the tree may not import at all)."""
+    root, *parts = module.split(".")
+    spec = importlib.util.find_spec(root)  # a top-level name: found, not imported
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    base = Path(next(iter(spec.submodule_search_locations)), *parts)
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
 
 
 def _package_of(module: str, graph: grimp.ImportGraph) -> str:

@@ -1,5 +1,5 @@
 """The command line: `demo --mock` tells the whole story, `diagrams` prints or writes where asked
-and loads graphs from the current folder, `serve` is loopback by default (R-W4) and prints its
+and loads graphs from the current folder, `serve` is loopback by default and prints its
 one readiness line, `--version`."""
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from .engine.graph.builder import GraphDescription
 from .engine.graph.params import (
     CannedResponseParams,
     GenerateParams,
+    HistoryParams,
     NodeParams,
     PauseParams,
     Placement,
@@ -108,6 +109,7 @@ __all__ = [
     "GenerateParams",
     "GraphCompilationFailed",
     "GraphDescription",
+    "HistoryParams",
     "InferenceError",
     "InferenceFailed",
     "InferenceTimeout",

@@ -1,4 +1,5 @@
-"""kill -9 with paused agents in a store, then a new process picks them up (R-R4).
+"""kill -9 with paused agents in a store, then a new process picks them up
+(docs/reference/durability.md#crash-safety).
 
 On SQLite, and on Redis (process A pauses and dies, process B finishes the turns).
 

@@ -1,4 +1,4 @@
-"""Several workers over one shared store (SPEC R-R6, R-X6), in one process: two engines on one
+"""Several workers over one shared store, in one process: two engines on one
 real Redis server, standing for two workers. (test_workers.py runs real `serve` processes.)
 
 An agent is held by the worker that has it in memory; another worker gets 3004 for it until it

@@ -1,5 +1,5 @@
 """`reconnect`: after a dropped connection, a new session takes the engine's durable agents
-along (R-R5); the host's agent objects, callbacks and waiters carry on. A real server on a
+along; the host's agent objects, callbacks and waiters carry on. A real server on a
 SQLite store; time is a `VirtualClock`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Snapshot and restore of one agent (SPEC R-R1, R-R2), the dialog read and seeded.
+"""Snapshot and restore of one agent, refused snapshots, the dialog read and seeded.
 
 Every test compares a restored agent with the original going on uninterrupted, or checks that
 a bad snapshot is refused with its code and creates nothing.

@@ -1,4 +1,5 @@
-"""Stores (SPEC R-R3, R-R4, R-R7): every test runs on SQLite and on a real Redis server.
+"""Stores (docs/reference/durability.md#stores): every test runs on SQLite and on a real Redis
+server.
 
 An engine closes (or a process dies, see test_crash.py) and a new engine on the same store
 finds every agent at its last write: paused turns with their pending calls and deadlines, idle

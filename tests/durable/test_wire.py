@@ -1,9 +1,9 @@
-"""Agents that outlive a connection (SPEC R-R5): durable agents over the wire, a real server.
+"""Agents that outlive a connection: durable agents over the wire, a real server.
 
 A durable agent is created with `durable: true` on a server with a store; its creator gets a
 resume token; any later session attaches it with that token (3001 otherwise, the same refusal
-for an unknown id) and finds it where it stood. Non-durable agents still end with their session
-(R-W2). Time is a `VirtualClock`: no test waits for a deadline.
+for an unknown id) and finds it where it stood. Non-durable agents still end with their session.
+Time is a `VirtualClock`: no test waits for a deadline.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """kill -9 a `turnloom serve --store` process with durable agents paused, start another,
-attach each agent from a new connection and finish its turn (SPEC R-R4, R-R5), on SQLite and
+attach each agent from a new connection and finish its turn, on SQLite and
 on a real Redis (the second process could as well run on another machine).
 
 Every turn completes once, as an uninterrupted run would (same replies, same call ids); a pause

@@ -1,4 +1,4 @@
-"""Several `turnloom serve --store redis://` workers over one Redis server (SPEC R-R6, R-X6),
+"""Several `turnloom serve --store redis://` workers over one Redis server (docs/scaling.md),
 as real processes, the way a studio runs them behind a TCP load balancer.
 
 * A client moves its paused agents from one worker to another and finishes them there; while

@@ -1,18 +1,22 @@
-"""Property tests of the agent API against an independent reference model (SPEC §3, §4, §5).
+"""Property tests of the agent API against an independent reference model (the pages
+docs/reference/turns.md, errors.md and pauses.md).
 
 Three parts:
 
 * `AgentMachine`, a hypothesis `RuleBasedStateMachine` that drives the public blocking API
   (`turnloom.Engine` on a `VirtualClock`) with send / resume / jump / change_params / cancel /
   clock advances / races / destroy, and checks every answer against a reference model written
-  here from the SPEC alone (turn states, error codes, R-E1, R-S3, R-D1, R-P3, R-P5, R-P7, R-P8,
-  R-G5). Nothing from `turnloom.states` or the engine internals is used to compute expectations.
+  here from the reference pages alone (turn states, error codes, rejections that change nothing,
+  one completion per turn, answer chunks, changes while paused, pause timeouts, paused time,
+  races, max steps). Nothing from `turnloom.states` or the engine internals is used to compute
+  expectations.
 * `test_scenario`: hand-picked runs of the same machine, so that the timeout, stale-deadline,
-  max-steps and R-P3 paths are exercised on every run whatever the random search explores.
+  max-steps and change-while-paused paths are exercised on every run whatever the random search
+  explores.
 * An exhaustive (state x trigger x has_timeout_exit) test of `turnloom.states.fire` against the
-  SPEC §3 table, written out literally below.
+  transition table, written out literally below.
 
-Where the SPEC is silent the model assumes (and says so where it is used): replies of one turn
+Where the reference is silent the model assumes (and says so where it is used): replies of one turn
 are joined with "\n"; the mock model echoes the last user message as "You said: ..."; a failed
 turn, like a cancelled one, leaves nothing in the dialog; and calls made from one host thread
 (`*_async` included) reach the engine in the order they were made, so in the race rules only
@@ -63,7 +67,7 @@ from turnloom.states import IllegalTransition, Trigger, TurnState, fire, is_lega
 # The reference model's own description of the graph (not read back from the engine).
 # --------------------------------------------------------------------------------------------
 
-MAX_STEPS = 6  # small on purpose: jump loops inside one turn reach R-G5 (4003)
+MAX_STEPS = 6  # small on purpose: jump loops inside one turn reach max_steps_per_turn (4003)
 NODES = ("intro", "gate", "maybe", "strict", "answer", "fallback")
 KIND = {
     "intro": "canned",
@@ -87,7 +91,7 @@ TIMEOUT_EXIT = {"gate": "fallback", "maybe": "fallback", "strict": ""}
 START = {"A": "intro", "B": "answer"}
 TERMINAL = ("success", "error", "cancelled", "pause_timed_out")
 
-# Error codes (SPEC §4), written out rather than read from the engine.
+# Error codes (docs/reference/errors.md#error-codes), written out rather than read from the engine.
 DESTROYED, BUSY, UNKNOWN_NODE, NOT_MUTABLE, BAD_VALUE = 3002, 3004, 3005, 3006, 3007
 NOT_PAUSED, BAD_TOOL_RESULTS, MAX_STEPS_EXCEEDED = 3012, 3016, 4003
 
@@ -121,7 +125,7 @@ def render(template: str, text: str) -> str:
 
 
 def user_block(text: str, rendered: str, placement: tl.Placement) -> list[dict[str, str]]:
-    """Where a Generate node puts its rendered prompt relative to the user message (R-G4)."""
+    """Where a Generate node puts its rendered prompt relative to the user message."""
     if placement.value == "in_place_of_user":
         return [{"role": "user", "content": rendered}]
     role = "system" if placement.value.endswith("_as_system") else "user"
@@ -318,7 +322,7 @@ class AgentMachine(RuleBasedStateMachine):
         am.turn = None
         am.completed.append(turn)
         if status in ("success", "pause_timed_out"):
-            # R-P5: a timed-out turn keeps its partial interaction. (The SPEC is silent on
+            # A timed-out turn keeps its partial interaction. (The reference is silent on
             # failed turns; like cancelled ones they are modelled as leaving no trace.)
             am.dialog.append((turn.user, list(turn.messages)))
 
@@ -382,7 +386,7 @@ class AgentMachine(RuleBasedStateMachine):
         return not self.model[who].destroyed
 
     def _snapshot(self, who: str) -> tuple[Any, ...]:
-        """Everything a rejected operation must leave unchanged (R-E1)."""
+        """Everything a rejected operation must leave unchanged."""
         agent = self.agents[who]
         futures = [agent.get_params_async(n) for n in NODES]
         params = tuple(f.result(5) for f in futures)
@@ -406,7 +410,7 @@ class AgentMachine(RuleBasedStateMachine):
         outcome = code_of(fn, *args, **kwargs)
         assert outcome == ("err", code), f"expected error {code}, got {outcome}"
         if before is not None:
-            assert self._snapshot(who) == before, "a rejected operation changed something (R-E1)"
+            assert self._snapshot(who) == before, "a rejected operation changed something"
 
     def _settled(self, who: str, step: tl.Step | None, requests_before: int | None) -> None:
         """After an operation: the returned step (and the generations) match the model."""
@@ -430,7 +434,7 @@ class AgentMachine(RuleBasedStateMachine):
     def _check_generations(self, requests_before: int) -> None:
         """The prompts the mock model received since `requests_before` are the model's."""
         got = [(r.messages, r.sampling) for r in list(self.mock.requests)[requests_before:]]
-        assert got == self.pending_gens, "the model saw a different prompt (R-P3 / dialog)"
+        assert got == self.pending_gens, "the model saw a different prompt (a change or the dialog)"
         self.pending_gens = []
 
     # --- rules ---------------------------------------------------------------------------------
@@ -473,7 +477,7 @@ class AgentMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._paused_at("A", *TIMEOUT_S))
     @rule(node=st.sampled_from(("", "", *NODES)), empty_batch=st.sampled_from([(), []]))
     def resume(self, node: str, empty_batch: Any) -> None:
-        """R-P4: plain resume ('') or jump; R-T7: an empty batch on a Pause-node pause is a
+        """Plain resume ('') or jump; an empty batch on a Pause-node pause is a
         plain continue. (Resumes of agents that are not paused are in `probe`.)"""
         self.steps_done += 1
         self._resume_rule("A", node, empty_batch)
@@ -561,7 +565,7 @@ class AgentMachine(RuleBasedStateMachine):
         ),
     )
     def probe(self, who: str, case: tuple[str, Any, bool]) -> None:
-        """Calls that must be refused, or be no-ops, and change nothing (R-E1): change_params
+        """Calls that must be refused, or be no-ops, and change nothing: change_params
         3005/3006/3007, restating a structural value, get_params 3005, resume to an unknown
         node 3005 or with tool results on a Pause-node pause 3016, resume when not paused
         3012 (a plain resume of a paused turn is just a resume)."""
@@ -616,7 +620,7 @@ class AgentMachine(RuleBasedStateMachine):
 
     @rule(seconds=ADVANCE)
     def advance_clock(self, seconds: float) -> None:
-        """R-P5: deadlines on the engine's clock; crossing one continues or ends the turn."""
+        """Pause timeouts on the engine's clock: crossing a deadline continues or ends the turn."""
         self.steps_done += 1
         before = len(self.mock.requests)
         self.clock.advance(seconds)
@@ -658,7 +662,7 @@ class AgentMachine(RuleBasedStateMachine):
             self._cancel(am)
         am.destroyed = True
 
-    # --- races (R-P8, R-S3) --------------------------------------------------------------------
+    # --- races (docs/reference/pauses.md#races) -----------------------------------------------
 
     def _paused_at(self, who: str, *nodes: str) -> bool:
         am = self.model[who]
@@ -677,7 +681,7 @@ class AgentMachine(RuleBasedStateMachine):
         head_start=st.sampled_from([0.0, 0.002]),
     )
     def race_on_pause(self, kind: str, node: str, extra: float, head_start: float) -> None:
-        """R-P8 and R-S3 under concurrency, on agent A's pause."""
+        """Races and one completion per turn under concurrency, on agent A's pause."""
         self.steps_done += 1
         if kind == "timeout" and self._paused_at("A", "maybe", "strict"):
             self._race_resume_against_timeout(
@@ -738,7 +742,7 @@ class AgentMachine(RuleBasedStateMachine):
                 outcomes.append(("ok", future.result(5)))
             except tl.TurnloomError as error:
                 outcomes.append(("err", int(error.code)))
-        # One wins, the other is 3012 (R-P8); calls reach the engine in order: the first wins.
+        # One wins, the other is 3012; calls reach the engine in order: the first wins.
         assert [o[0] for o in outcomes] == ["ok", "err"], outcomes
         assert outcomes[1][1] == NOT_PAUSED, outcomes
         self._resume(am, target)
@@ -878,7 +882,7 @@ class AgentMachine(RuleBasedStateMachine):
         for who, am in self.model.items():
             agent, rec = self.agents[who], self.rec[who]
             self._check_completions(who)
-            # Pause notifications (R-P2) and resumes.
+            # Pause notifications and resumes.
             assert rec.paused == am.paused_events
             assert [node for node, _ in rec.resumed] == am.resumed_nodes
             if am.destroyed:
@@ -903,9 +907,10 @@ class AgentMachine(RuleBasedStateMachine):
                 assert future.result(5) == am.params[node], node
 
     def _check_completions(self, who: str) -> None:
-        """R-S3, R-D1, R-P7: every TurnResult and AnswerText chunk against the model."""
+        """Completions, answer chunks and paused time: every TurnResult and AnswerText chunk
+        against the model."""
         am, rec = self.model[who], self.rec[who]
-        # R-S3: exactly one completion per turn, only for turns that ended, in order.
+        # Exactly one completion per turn, only for turns that ended, in order.
         counts = Counter(r.turn_id for r in rec.results)
         assert all(c == 1 for c in counts.values()), counts
         assert [r.turn_id for r in rec.results] == [t.turn_id for t in am.completed]
@@ -920,7 +925,7 @@ class AgentMachine(RuleBasedStateMachine):
             if turn.exact:
                 assert result.text == turn.reply, (result, turn)
                 assert (result.tokens_generated > 0) == turn.generated, (result, turn)
-        # R-D1: exactly one is_final chunk per finished turn, carrying the whole reply.
+        # Exactly one is_final chunk per finished turn, carrying the whole reply.
         check_answer_chunks(rec.chunks, rec.results, None if am.turn is None else am.turn.reply)
 
 
@@ -935,15 +940,15 @@ TestAgentMachine = AgentMachine.TestCase
 
 # Hand-picked runs of the same machine: the paths below are reached on every run, whatever the
 # random search happens to explore. Expectations still come from the reference model, plus a few
-# literal ones from SPEC §5.
+# literal ones from docs/reference/pauses.md.
 
 SCENARIOS: dict[str, list[tuple[str, dict[str, Any]]]] = {
-    "timeout_exit_continues": [  # R-P5 with timeout_exit: reply "fallback", 1.0 s paused
+    "timeout_exit_continues": [  # a timeout_exit: reply "fallback", 1.0 s paused
         ("resume", {"node": "", "empty_batch": ()}),
         ("advance_clock", {"seconds": 0.75}),
         ("advance_clock", {"seconds": 0.25}),
     ],
-    "timeout_without_exit_ends_turn": [  # R-P5 without: pause_timed_out, dialog keeps it
+    "timeout_without_exit_ends_turn": [  # no timeout_exit: pause_timed_out, dialog keeps it
         ("advance_clock", {"seconds": 2.0}),  # gate waits forever
         ("resume", {"node": "strict", "empty_batch": []}),
         ("advance_clock", {"seconds": 0.25}),
@@ -964,12 +969,12 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("advance_clock", {"seconds": 0.5}),  # t=2.25: the first maybe's deadline, ignored
         ("advance_clock", {"seconds": 0.5}),  # t=2.75: timeout_exit -> fallback
     ],
-    "max_steps_exceeded": [  # R-G5: 4003 on the 7th node of one turn
+    "max_steps_exceeded": [  # max_steps_per_turn: 4003 on the 7th node of one turn
         ("resume", {"node": "intro", "empty_batch": ()}),
         ("resume", {"node": "intro", "empty_batch": ()}),
         ("resume", {"node": "answer", "empty_batch": ()}),
     ],
-    "change_while_paused_is_seen_after_resume": [  # R-P3
+    "change_while_paused_is_seen_after_resume": [  # seen in the same turn
         (
             "change_mutable",
             {
@@ -987,7 +992,7 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("send_message", {"who": "A", "text": "more"}),
         ("resume", {"node": "answer", "empty_batch": ()}),
     ],
-    "rejections_change_nothing": [  # R-E1, §4 codes
+    "rejections_change_nothing": [  # and their codes
         ("probe", {"who": "A", "case": ("resume", ("nope", ()), False)}),
         ("probe", {"who": "A", "case": ("resume", ("", [("c00000000", "r")]), False)}),
         ("probe", {"who": "A", "case": ("change", REJECTED_CHANGES[0], True)}),
@@ -1028,7 +1033,7 @@ def test_scenario(name: str) -> None:
     elif name == "timeout_without_exit_ends_turn":
         assert a_results[0].status.value == "pause_timed_out"
         assert a_results[0].paused_duration_s == 2.5  # 2.0 at gate + 0.5 at strict
-        # The next turn's prompt still holds the timed-out interaction (R-P5).
+        # The next turn's prompt still holds the timed-out interaction.
         assert machine.mock.requests[-1].messages[:2] == [
             {"role": "user", "content": "hi there"},
             {"role": "assistant", "content": "intro"},
@@ -1050,10 +1055,11 @@ def test_scenario(name: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Exhaustive state x trigger, against the SPEC §3 table written out literally.
+# Exhaustive state x trigger, against the transition table of docs/reference/turns.md, written
+# out literally.
 # --------------------------------------------------------------------------------------------
 
-SPEC_STATES = (
+REFERENCE_STATES = (
     "idle",
     "running",
     "paused",
@@ -1063,8 +1069,8 @@ SPEC_STATES = (
     "cancelled",
     "failed",
 )
-SPEC_TERMINAL = ("done", "pause_timed_out", "cancelled", "failed")
-SPEC_TRIGGERS = (
+REFERENCE_TERMINAL = ("done", "pause_timed_out", "cancelled", "failed")
+REFERENCE_TRIGGERS = (
     "start",
     "pause",
     "resume",
@@ -1077,7 +1083,7 @@ SPEC_TRIGGERS = (
 )
 
 #: (state, trigger) -> destination; for time_out the destination depends on has_timeout_exit.
-SPEC_TABLE: dict[tuple[str, str], str | dict[bool, str]] = {
+REFERENCE_TABLE: dict[tuple[str, str], str | dict[bool, str]] = {
     ("idle", "start"): "running",
     ("running", "pause"): "paused",
     ("paused", "resume"): "resuming",
@@ -1089,21 +1095,21 @@ SPEC_TABLE: dict[tuple[str, str], str | dict[bool, str]] = {
     ("running", "cancel"): "cancelled",
     ("paused", "cancel"): "cancelled",
     ("resuming", "cancel"): "cancelled",
-    ("idle", "edit"): "idle",  # beyond: change_params is a self-loop while idle or paused
+    ("idle", "edit"): "idle",  # change_params is a self-loop while idle or paused
     ("paused", "edit"): "paused",
 }
 
 
 def spec_dest(state: str, trigger: str, has_timeout_exit: bool) -> str | None:
-    dest = SPEC_TABLE.get((state, trigger))
+    dest = REFERENCE_TABLE.get((state, trigger))
     if isinstance(dest, dict):
         return dest[has_timeout_exit]
     return dest
 
 
 def test_states_and_triggers_are_the_spec_ones() -> None:
-    assert sorted(s.value for s in TurnState) == sorted(SPEC_STATES)
-    assert sorted(t.value for t in Trigger) == sorted(SPEC_TRIGGERS)
+    assert sorted(s.value for s in TurnState) == sorted(REFERENCE_STATES)
+    assert sorted(t.value for t in Trigger) == sorted(REFERENCE_TRIGGERS)
 
 
 @pytest.mark.parametrize("has_timeout_exit", [False, True])
@@ -1119,14 +1125,14 @@ def test_fire_follows_the_spec_table(
         if expected is None:
             with pytest.raises(IllegalTransition) as info:
                 fire(turn, form)
-            assert turn.state == state.value  # R-S2: a rejection never changes state
+            assert turn.state == state.value  # a rejection never changes state
             assert (info.value.trigger, info.value.state) == (trigger.value, state.value)
         else:
             assert fire(turn, form) == expected
             assert turn.state == expected
 
 
-@pytest.mark.parametrize("state", SPEC_TERMINAL)
+@pytest.mark.parametrize("state", REFERENCE_TERMINAL)
 def test_terminal_states_accept_no_trigger(state: str) -> None:
     for trigger, flag in itertools.product(Trigger, (False, True)):
         turn = SimpleNamespace(state=TurnState(state), has_timeout_exit=flag)

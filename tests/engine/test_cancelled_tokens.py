@@ -1,4 +1,4 @@
-"""Issue 14: a turn cut short mid-generation counts the tokens the model already produced.
+"""A turn cut short mid-generation counts the tokens the model already produced.
 
 `TurnResult.tokens_generated` (and the wire `TurnComplete.tokens_generated`) of a turn cancelled
 mid-stream, or ended with 4002 by `sampling.timeout_ms`, is what the model generated before it

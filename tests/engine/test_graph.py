@@ -1,4 +1,4 @@
-"""Graph building and validation at agent creation (R-G1, R-G2, R-G3)."""
+"""Graph building and validation at agent creation (docs/reference/graphs.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Agent-graph drawings: pauses and their timeouts, how each exit is taken, jump-only nodes, a
-legend (R-V1)."""
+legend (docs/reference/logging.md#graph-diagrams)."""
 
 from __future__ import annotations
 

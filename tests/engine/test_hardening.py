@@ -1,4 +1,4 @@
-"""Issue 9 (hardening), engine side: the virtual clock refuses times that would break it, the
+"""Hardening, engine side: the virtual clock refuses times that would break it, the
 mock model's request log is bounded, the batch checks are linear, and messages quote values
 briefly without ever raising."""
 

@@ -10,6 +10,7 @@ never on the wording.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -196,8 +197,21 @@ def test_time_budget_ends_generation_with_4002_and_stops_the_worker(
 
 
 def test_prompt_beyond_the_context_fails_with_4001(llama_engine: tl.Engine) -> None:
+    # A message that alone passes the context: nothing the history budget leaves out helps,
+    # and the error names both sizes.
     agent = llama_engine.create_agent(generate_graph())
     result = agent.send_message("word " * 1500).result
+    assert result is not None
+    assert (result.status, result.error_code) == (tl.TurnStatus.ERROR, 4001)
+    assert re.search(
+        r"the prompt is 1[0-9]{3} tokens .* over its budget of 1018 tokens \(the context of "
+        r"1024 less the reply's room\)",
+        result.error_message,
+    ), result.error_message
+    # With trimming off, the model itself refuses it, as before the budget existed.
+    graph = generate_graph()
+    graph.nodes[0][1].history.trim = False
+    result = llama_engine.create_agent(graph).send_message("word " * 1500).result
     assert result is not None
     assert (result.status, result.error_code) == (tl.TurnStatus.ERROR, 4001)
     assert "does not fit its context of 1024 tokens" in result.error_message

@@ -1,4 +1,5 @@
-"""Call markers that are control tokens are detokenized as their text (issue 10, item 3).
+"""Call markers that are control tokens are detokenized as their text, so the
+parser and the lazy grammar's trigger see them.
 
 No vocabulary with `[TOOL_CALLS]` or `<|python_tag|>` as control tokens is installed, so the
 mechanism is checked on the default model's own control tokens (Gemma's `<start_of_turn>` /

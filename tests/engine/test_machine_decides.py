@@ -1,6 +1,7 @@
-"""SPEC R-S4 / R-S5: every host operation is a trigger of the turn machine on the agent's current
-turn; the machine's refusal is what the protocol table maps to 3004 / 3012, and a refused call
-changes nothing. Written from SPEC §3 and §4, state by state, operation by operation."""
+"""Every host operation is a trigger of the turn machine on the agent's current turn; the
+machine's refusal is what the protocol table maps to 3004 / 3012, and a refused call changes
+nothing. Checked state by state, operation by operation, against the operations table of
+docs/reference/errors.md#operations-and-states."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from turnloom.states import OPERATION_TRIGGERS, IllegalTransition, Rejection, Tr
 S = TurnState
 Code = tl.ErrorCode
 
-#: SPEC §4, written out: where each operation is legal; elsewhere its code ("noop" for cancel).
+#: The operations table, written out: where each operation is legal; elsewhere its code ("noop"
+#: for cancel).
 LEGAL_IN: dict[str, set[TurnState]] = {
     "send_message": {S.IDLE},
     "change_params": {S.IDLE, S.PAUSED},
@@ -137,7 +139,7 @@ def test_every_operation_in_every_state(core: EngineCore, state: TurnState, oper
         assert info.value.state == state.value
         assert code_for(info.value) == expected
         assert operation in info.value.message and state.value in info.value.message
-    # R-E1: nothing changed.
+    # Nothing changed.
     assert agent.turn is turn and turn.state is state
     assert dict(agent.params) == params
 

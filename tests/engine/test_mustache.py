@@ -1,4 +1,4 @@
-"""A Generate node's Mustache template is checked whole: malformed ones are 3007 (R-G3).
+"""A Generate node's Mustache template is checked whole: malformed ones are 3007.
 
 pystache alone accepts an unclosed section and then drops the player's message at render time;
 these tests hold the engine to refusing such a template at agent creation and in change_params,

@@ -1,4 +1,5 @@
-"""Generate and CannedResponse nodes, streaming, completion and diagnostics (R-D1, R-D2, R-G5)."""
+"""Generate and CannedResponse nodes, streaming, completion and diagnostics, max steps per turn
+(docs/reference/streaming.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every row of the operations table (SPEC §4) and R-E1: a rejected call changes nothing."""
+"""Every row of the operations table (docs/reference/errors.md#operations-and-states): a
+rejected call changes nothing."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Every param value is bounded, typed before it is looked into, and quoted briefly (issue 9,
-items 3, 5 and 8; R-G3, R-E1): numbers past their bounds, values nested thousands deep and
-megabyte strings are 3007 (or 3003/3006 where those apply) and change nothing."""
+"""Every param value is bounded, typed before it is looked into, and quoted briefly
+(docs/reference/graphs.md#param-values): numbers past their bounds, values nested thousands
+deep and megabyte strings are 3007 (or 3003/3006 where those apply) and change nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 import turnloom as tl
 from tests.helpers import graph_of, nested
 from turnloom.engine.graph.fields import param_fields
-from turnloom.engine.graph.params import MAX_SEED, MAX_TIMEOUT_MS, MAX_TOP_K, validate_params
+from turnloom.engine.graph.model_params import MAX_SEED, MAX_TIMEOUT_MS, MAX_TOP_K
+from turnloom.engine.graph.params import validate_params
 from turnloom.engine.params_doc import DOCUMENTED
 from turnloom.engine.support.rejections import GraphCompilationFailed, InvalidParamValue
 from turnloom.protocol.graph_codec import graph_from_wire, params_from_wire
@@ -43,6 +44,8 @@ def in_node(cls: type, **values: Any) -> tl.NodeParams:
     """Node params that carry `values` on a `cls` (a node class, or SamplingParams)."""
     if cls is tl.SamplingParams:
         return tl.GenerateParams(sampling=tl.SamplingParams(**values))
+    if cls is tl.HistoryParams:
+        return tl.GenerateParams(history=tl.HistoryParams(**values))
     if cls is tl.ToolCallParams:
         return tl.ToolCallParams(tools=[tl.ToolDefinition(name="t")], **values)
     return typing.cast("tl.NodeParams", cls(**values))

@@ -1,7 +1,6 @@
-"""What params accept and what they document: enum fields take their string values (issue 9
-item 8), the deprecated `tool_call_format` is accepted and ignored (issue 17 item 1), templates
-name only the variables the engine provides (issue 17 item 2), and docs/params.md is generated
-from the declarations (issue 17 item 4)."""
+"""What params accept and what they document: enum fields take their string values, the
+deprecated `tool_call_format` is accepted and ignored, templates name only the variables the
+engine provides, and docs/params.md is generated from the declarations."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from turnloom.engine.graph import fields
 from turnloom.engine.graph.fields import param_fields, params_to_mapping
 from turnloom.engine.graph.prompt_template import MAX_SECTION_DEPTH, TEMPLATE_VARIABLES
 from turnloom.engine.params_doc import DOCUMENTED, params_markdown, write_params_doc
-from turnloom.engine.turns.projection import Interaction, prompt_context
+from turnloom.engine.turns.dialog.projection import Interaction, prompt_context
 from turnloom.protocol.graph_codec import params_from_wire
 
 Code = tl.ErrorCode

@@ -1,4 +1,5 @@
-"""Pausing and resuming (SPEC §5: R-P1 … R-P8)."""
+"""Pausing and resuming: what pauses, plain and jump resumes, timeouts, stall warnings, paused time
+and races (docs/reference/pauses.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The tool probe reads back the call a template renders, and a template override re-detects the
-family and grammar (issue 10, items 4 and "the probe checks itself"); no GGUF is read."""
+family and grammar, so the probe checks itself; no GGUF is read."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A `required` tool-call grammar never truncates a call: whatever `max_tokens` says, the
-constrained call gets the tokens its grammar may need to reach its closer (issue 10, item 2).
+constrained call gets the tokens its grammar may need to reach its closer.
 
 Checked on the real embedded default model (Gemma 3 270M, which defaults to `required`) with
 three tools at every `max_tokens` from 1 to 40. Greedy sampling makes a generation a function of

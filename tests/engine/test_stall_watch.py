@@ -1,6 +1,6 @@
 """The stall warning's single timer (engine/stall_watch.py): each open pause warned once, on
 time; ended pauses never; the timer outlives the last watched pause only until its moment, and
-is armed once per stall period, not once per pause (R-P6)."""
+is armed once per stall period, not once per pause (docs/reference/pauses.md#stall-warning)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import pytest
 import turnloom as tl
 from tests.helpers import graph_of
 from turnloom.engine.support import teardown
-from turnloom.engine.turns.projection import Interaction
+from turnloom.engine.turns.dialog.projection import Interaction
 
 
 def graph() -> tl.GraphDescription:

@@ -1,5 +1,5 @@
-"""Chat templates without weights: the tool-support probe (R-T1), family detection, rendering of
-tool traffic (R-T9) and tool-call grammars, against real templates of real model families."""
+"""Chat templates without weights: the tool-support probe, family detection, rendering of
+tool traffic and tool-call grammars, against real templates of real model families."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def projected_exchange() -> list[dict[str, object]]:
     ]
 
 
-# --- the probe, through the public API (R-T1, R-G2) -----------------------------------------
+# --- the probe, through the public API (docs/reference/tools.md#creation-probe) -------------
 
 
 @pytest.mark.parametrize("stem", sorted(ACCEPTS))
@@ -163,7 +163,7 @@ def test_catalog_family_override_wins() -> None:
     assert model.tool_call_family() is tl.models.ToolCallFamily.MISTRAL
 
 
-# --- rendering tool traffic (R-T9) ------------------------------------------------------------
+# --- rendering tool traffic ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("stem", sorted(ACCEPTS))

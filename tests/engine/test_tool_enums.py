@@ -1,7 +1,7 @@
 """A string tool parameter may declare its allowed values (`ToolParamDefinition.enum`, JSON
 Schema's `enum`): the schema templates render lists them, the `required` grammar lets the
 model write only one of them whole (and its bound counts the longest), `score` chooses among
-them, and a bad list is refused 3007 (issue 10: "a valid call with schema-valid arguments").
+them, and a bad list is refused 3007: a valid call has schema-valid arguments.
 """
 
 from __future__ import annotations

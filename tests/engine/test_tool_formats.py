@@ -1,4 +1,4 @@
-"""The native call forms of current model families (issue 10): Mistral v11+'s `name[ARGS]{...}`,
+"""The native call forms of current model families: Mistral v11+'s `name[ARGS]{...}`,
 Gemma 4's `call:name{...}`, XML-style `<function=...>` / `<function name=...>` calls and Granite's
 `<|tool_call|>[...]`, read from realistic output, from their real templates, and never shown to
 the player when broken."""

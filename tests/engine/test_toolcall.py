@@ -1,4 +1,5 @@
-"""The ToolCall node: detection, dispositions, events, results batches, register_tool (SPEC §6)."""
+"""The ToolCall node: detection, dispositions, events, results batches, register_tool
+(docs/reference/tools.md)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def answer_chat(mock: tl.MockModel) -> list[dict[str, Any]]:
     return mock.requests[-1].messages
 
 
-# --- R-T3: every disposition ---------------------------------------------------------------
+# --- every disposition ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,7 @@ def test_no_pause_on_no_tool_called(engine: tl.Engine, mock_model: tl.MockModel)
     assert step.result is not None and step.result.text == "Reply."
 
 
-# --- R-T2: modes ---------------------------------------------------------------------------
+# --- modes ---------------------------------------------------------------------------------
 
 
 def test_call_or_answer_emits_residual_text_when_no_call(
@@ -191,7 +192,7 @@ def test_several_calls_in_one_output(engine: tl.Engine, mock_model: tl.MockModel
     assert tool_msgs == [(ids[0], "lit"), (ids[1], "noon")]
 
 
-# --- R-T4: events --------------------------------------------------------------------------
+# --- events --------------------------------------------------------------------------------
 
 
 def test_tool_call_events_carry_ids_string_arguments_and_coerced_values(
@@ -210,7 +211,7 @@ def test_tool_call_events_carry_ids_string_arguments_and_coerced_values(
     assert event.arguments == {"name": "porch", "on": True}
 
 
-# --- R-T5: ids unique for the agent's lifetime; multi-round loops --------------------------
+# --- ids unique for the agent's lifetime; multi-round loops --------------------------------
 
 
 def test_three_rounds_through_one_toolcall_node_pair_results_with_the_right_calls(
@@ -262,7 +263,7 @@ def test_three_rounds_through_one_toolcall_node_pair_results_with_the_right_call
     assert step.pause is not None and step.pause.pending_calls[0].call_id == "c00000003"
 
 
-# --- R-T6: undeclared tools ----------------------------------------------------------------
+# --- undeclared tools ----------------------------------------------------------------------
 
 
 def test_undeclared_tools_are_never_surfaced(engine: tl.Engine, mock_model: tl.MockModel) -> None:
@@ -289,7 +290,7 @@ def test_declared_calls_survive_next_to_undeclared_ones(
     assert [c.tool_name for c in step.pause.pending_calls] == ["get_time"]
 
 
-# --- R-T7: batches -------------------------------------------------------------------------
+# --- batches -------------------------------------------------------------------------------
 
 
 def paused_on_two_calls(
@@ -367,7 +368,7 @@ def test_jump_resume_on_await_result_still_needs_the_batch(
     assert step.result is not None
 
 
-# --- timeouts of ToolCall pauses (beyond the seeds) -----------------------------------------
+# --- timeouts of ToolCall pauses ---------------------------------------------------------
 
 
 def test_await_result_timeout_with_exit_closes_calls_with_a_visible_timeout(
@@ -399,7 +400,7 @@ def test_await_result_timeout_without_exit_keeps_a_well_formed_interaction(
     assert chat[call_idx + 1]["role"] == "tool"
 
 
-# --- R-T1: template support -----------------------------------------------------------------
+# --- template support -----------------------------------------------------------------------
 
 
 def test_model_that_cannot_render_tools_is_3003(clock: tl.VirtualClock) -> None:
@@ -449,7 +450,7 @@ def test_toolcall_structural_fields(engine: tl.Engine) -> None:
     agent.change_params("detect", {"mode": "detect_only", "acknowledge_text": "roger"})
 
 
-# --- R-T8: register_tool --------------------------------------------------------------------
+# --- register_tool --------------------------------------------------------------------------
 
 
 def test_registered_tools_answer_await_result_and_resume_automatically(
@@ -531,7 +532,7 @@ def test_retry_after_a_refusal_for_a_transient_reason(
 
 
 def test_unattended_pause_is_warned_about_at_once(mock_model: tl.MockModel) -> None:
-    """R-P6, host side: no paused callback, no handler, nobody waiting on the step."""
+    """The unattended pause warning: no paused callback, no handler, nobody waiting on the step."""
 
     async def main() -> list[dict[str, Any]]:
         mock_model.push(hermes("get_time"))

@@ -1,16 +1,19 @@
-"""Property tests of ToolCall pauses against an independent reference model (SPEC §5, §6).
+"""Property tests of ToolCall pauses against an independent reference model
+(docs/reference/tools.md, docs/reference/pauses.md).
 
 `ToolCallMachine` is a hypothesis `RuleBasedStateMachine` that drives the public blocking API
 (`turnloom.Engine` on a `VirtualClock`) through ToolCall nodes of every disposition: it sends
 messages, jumps from pauses into ToolCall nodes, resumes with valid and invalid `tool_results`
 batches, lets pause deadlines pass, races results against a deadline, cancels, registers tool
 handlers, retries kept batches and changes params. Every answer is checked against a reference
-model written here from the SPEC: the R-T3 dispositions table (written out literally below),
-R-T5 call ids, R-T6 undeclared tools, R-T7 batch validation, R-T8 `register_tool`, R-P5
-timeouts, R-P8, R-E1, R-S3, R-D1/R-D2. Nothing from the engine internals is used to compute an
+model written here from the reference pages: the dispositions table (written out literally
+below), call ids, undeclared tools, batch validation, `register_tool`, pause timeouts and
+races, rejections that change nothing, one completion per turn, answer chunks and completions.
+Nothing from the engine internals is used to compute an
 expectation. `RemoteToolCallMachine` runs the same machine over the wire (`tl.connect` to an
 in-process server), and `test_scenario` replays hand-picked runs on both, so that every
-disposition, every R-T7 refusal, the handlers, the timeouts and R-G5 are reached on every run.
+disposition, every batch refusal, the handlers, the timeouts and max_steps_per_turn are reached
+on every run.
 
 The mock model answers a ToolCall node (its requests carry tools) with what the rule that made
 the operation planned: optional prose and 0-2 calls of the declared `set_light` / `get_time` or
@@ -34,11 +37,12 @@ Graph of both agents (A starts at hub, B at t_await):
 Every ToolCall node offers [set_light(name: string, on: boolean), get_time()] and exits
 `no_tool_called` to answer.
 
-Where the SPEC is silent the model assumes (and says so where it is used):
+Where the reference is silent the model assumes (and says so where it is used):
 
-* call ids: only what R-T5 says is checked (form `c%08x`, strictly increasing, unique for the
-  agent's lifetime); the model does not predict them but learns each one the first time the
-  engine shows it (event, pause, prompt, handler) and holds the engine to it from then on;
+* call ids: only what docs/reference/tools.md#call-ids promises is checked (form `c%08x`,
+  strictly increasing, unique for the agent's lifetime); the model does not predict them but
+  learns each one the first time the engine shows it (event, pause, prompt, handler) and holds
+  the engine to it from then on;
 * the visible exchange of one node execution is one assistant message carrying all its
   `tool_calls`, followed by one `tool` message per call in call order (whatever the order of
   the batch); a call that is timed out is closed with a JSON object whose "error" is "timeout";
@@ -86,11 +90,12 @@ from turnloom.server import BackgroundServer
 D = tl.ToolCallDisposition
 
 # --------------------------------------------------------------------------------------------
-# The SPEC, written out.
+# The reference, written out.
 # --------------------------------------------------------------------------------------------
 
-#: R-T3: disposition -> (tool-call event to host, pauses, how the exchange is closed).
-R_T3: dict[D, tuple[bool, bool, str]] = {
+#: docs/reference/tools.md#dispositions: disposition -> (tool-call event to host, pauses, how
+#: the exchange is closed).
+DISPOSITIONS: dict[D, tuple[bool, bool, str]] = {
     D.RouteOnly: (False, False, "hidden"),
     D.Acknowledge: (False, False, "ack"),
     D.Notify: (True, False, "hidden"),
@@ -99,10 +104,10 @@ R_T3: dict[D, tuple[bool, bool, str]] = {
     D.PauseAndAcknowledge: (True, True, "ack"),
     D.AwaitResult: (True, True, "host"),
 }
-#: R-T7 limits (engine defaults): one result, one batch, in bytes of UTF-8.
+#: Tool results batch limits (engine defaults): one result, one batch, in bytes of UTF-8.
 MAX_RESULT_BYTES = 64 * 1024
 MAX_BATCH_BYTES = 512 * 1024
-# Error codes (SPEC §4).
+# Error codes (docs/reference/errors.md#error-codes).
 UNKNOWN_NODE, BUSY, NOT_MUTABLE, BAD_VALUE = 3005, 3004, 3006, 3007
 NOT_PAUSED, BAD_TOOL_RESULTS, MAX_STEPS_EXCEEDED = 3012, 3016, 4003
 TERMINAL = ("success", "error", "cancelled", "pause_timed_out")
@@ -137,7 +142,9 @@ HUB_EXIT = NO_TOOL_EXIT = "answer"
 #: ToolCall pauses whose tool_called and timeout exits both end the turn (for the race rule).
 ENDING_PAUSES = ("t_pack", "t_await_to", "t_await_end")
 START = {"A": "hub", "B": "t_await"}
-MAX_STEPS = 12  # small: hub -> ToolCall -> hub loops inside one turn reach R-G5 (4003)
+MAX_STEPS = (
+    12  # small: hub -> ToolCall -> hub loops inside one turn reach max_steps_per_turn (4003)
+)
 ANSWER = "done"
 
 DECLARED = ("set_light", "get_time")
@@ -188,7 +195,7 @@ CALL_ID = re.compile(r"c[0-9a-f]{8}")
 
 
 class CallId:
-    """The id of one call: the engine chooses it (R-T5 fixes only its form and order). It is
+    """The id of one call: the engine chooses it (only its form and order are promised). It is
     bound to the first id it is compared with, which must have the form `c%08x`; from then on
     it equals that id only."""
 
@@ -236,7 +243,7 @@ TIMEOUT_RESULT = _TimeoutResult()
 
 
 def as_string(value: Any) -> str:
-    """R-T4: argument values are strings in arguments_json (JSON text for non-strings)."""
+    """Argument values are strings in arguments_json (JSON text for non-strings)."""
     return value if isinstance(value, str) else json.dumps(value)
 
 
@@ -281,7 +288,7 @@ def result_message(call: Call, content: Any) -> dict[str, Any]:
 
 
 def batch_problem(pending: list[Any], awaits: bool, batch: list[tuple[Any, str]]) -> str | None:
-    """R-T7, from the SPEC: why a batch is refused (3016), or None if it is valid."""
+    """Why a batch is refused (3016), or None if it is valid."""
     received = [cid for cid, _ in batch]
     if not awaits:
         return "results on a pause that awaits none" if batch else None
@@ -548,7 +555,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         am.turn = None
         am.completed.append(turn)
         if status in ("success", "pause_timed_out"):
-            am.dialog.append((turn.user, list(turn.messages)))  # R-P5 keeps a timed-out turn
+            am.dialog.append((turn.user, list(turn.messages)))  # a timed-out turn is kept
 
     def _leave_pause(self, turn: TurnModel, at: float) -> PauseModel:
         pause = turn.pause
@@ -558,7 +565,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         return pause
 
     def _pause(self, am: AgentModel, turn: TurnModel, pause: PauseModel) -> bool:
-        """Park the turn (R-P1, R-P2); run registered handlers (R-T8). True if it stays parked."""
+        """Park the turn; run registered handlers. True if it stays parked."""
         pause.started = self.now
         turn.pause = pause
         turn.pause_count += 1
@@ -600,14 +607,14 @@ class ToolCallMachine(RuleBasedStateMachine):
         prose, planned = am.plan
         am.plan = None
         turn.generated = turn.generated or bool(plan_text((prose, planned)))
-        rejected = [name for name, _ in planned if name not in DECLARED]  # R-T6
+        rejected = [name for name, _ in planned if name not in DECLARED]  # never surfaced
         entry = len(turn.nodes)
         if len(rejected) < len(planned):
             turn.nodes.append([node, "tool_called", rejected])
         else:
             turn.nodes.append([node, "no_tool_called", rejected])
             if params.mode is tl.ToolCallMode.CallOrAnswer and prose:
-                self._reply(turn, prose)  # R-T2
+                self._reply(turn, prose)  # call_or_answer
             return NO_TOOL_EXIT
         calls = [
             Call(CallId(), name, args, node, spec.disposition)
@@ -615,7 +622,7 @@ class ToolCallMachine(RuleBasedStateMachine):
             if name in DECLARED
         ]
         am.calls.extend(calls)
-        notifies, pauses, closed = R_T3[spec.disposition]
+        notifies, pauses, closed = DISPOSITIONS[spec.disposition]
         event(f"{spec.disposition.value}: {len(calls)} call(s)")
         if closed != "hidden":
             turn.messages.append(call_message(calls))
@@ -640,7 +647,7 @@ class ToolCallMachine(RuleBasedStateMachine):
     def _walk(self, am: AgentModel, turn: TurnModel, node: str) -> None:
         while node:
             if turn.steps >= MAX_STEPS:
-                self._end(am, turn, "error", MAX_STEPS_EXCEEDED)  # R-G5
+                self._end(am, turn, "error", MAX_STEPS_EXCEEDED)  # max_steps_per_turn
                 return
             turn.steps += 1
             if node == "hub":
@@ -675,7 +682,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         assert turn is not None and turn.pause is not None
         pause = self._leave_pause(turn, self.now)
         am.resumed.append((pause.node, target))
-        if pause.awaits:  # the model sees the results in call order (R-T9)
+        if pause.awaits:  # the model sees the results in call order
             by_id = dict(batch)
             turn.messages.extend(result_message(c, by_id[c.cid.bound()]) for c in pause.calls)
         self._walk(am, turn, target or pause.target)
@@ -688,8 +695,8 @@ class ToolCallMachine(RuleBasedStateMachine):
         self._end(am, turn, "cancelled")
 
     def _fire_deadlines(self, target: float) -> None:
-        """R-P5: every pause deadline <= target, in order; a timed-out AwaitResult pause closes
-        its calls with a timeout result (R-T3: every call the model sees gets its result)."""
+        """Pause timeouts: every deadline <= target, in order; a timed-out AwaitResult pause closes
+        its calls with a timeout result (every call the model sees gets its result)."""
         due = []
         for am in self.model.values():
             pause = am.turn.pause if am.turn is not None else None
@@ -724,7 +731,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         self.planned[self.agents[who].agent_id] = plan_text(plan) if plan else "unplanned"
 
     def _snapshot(self, who: str) -> tuple[Any, ...]:
-        """Everything a rejected operation must leave unchanged (R-E1)."""
+        """Everything a rejected operation must leave unchanged."""
         agent = self.agents[who]
         futures = [agent.get_params_async(n) for n in NODES]
         params = tuple(f.result(5) for f in futures)
@@ -748,7 +755,7 @@ class ToolCallMachine(RuleBasedStateMachine):
             fn(*args, **kwargs)
         assert int(info.value.code) == code, f"expected {code}, got {info.value!r}"
         assert info.value.message, "every error carries a human-readable message"
-        assert self._snapshot(who) == before, "a rejected operation changed something (R-E1)"
+        assert self._snapshot(who) == before, "a rejected operation changed something"
         event(f"rejected {code}")
         return info.value
 
@@ -889,7 +896,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         kind: str = "given",
         rnd: random.Random | None = None,
     ) -> None:
-        """resume(target, batch): refused with 3012 / 3005 / 3016 (R-T7) or accepted."""
+        """resume(target, batch): refused with 3012 / 3005 / 3016 or accepted."""
         am, agent = self.model[who], self.agents[who]
         self._plan(who, plan)
         wire = self._wire_form(batch, rnd or random.Random(len(batch)))
@@ -903,7 +910,7 @@ class ToolCallMachine(RuleBasedStateMachine):
             error = self._expect_rejected(
                 who, BAD_TOOL_RESULTS, agent.resume, target, wire, timeout=5
             )
-            # R-T7: the message lists the expected and the received ids.
+            # The message lists the expected and the received ids.
             expected = [c.cid.bound() for c in pause.calls] if pause.awaits else []
             for cid in expected + [cid for cid, _ in batch]:
                 assert cid in error.message, (cid, error.message)
@@ -922,7 +929,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         rnd=RNG,
     )
     def jump_to_tool(self, who: str, node: str, plan: Plan, kind: str, rnd: random.Random) -> None:
-        """R-P4 jump resume into a ToolCall node (a new round: R-T5 ids keep counting). With
+        """Jump resume into a ToolCall node (a new round: call ids keep counting). With
         no paused turn anywhere, an idle agent gets a new message instead."""
         who = self._pick(who, rnd)
         if self.model[who].turn is None:
@@ -960,7 +967,7 @@ class ToolCallMachine(RuleBasedStateMachine):
     advance_again = rule(how=ADVANCE)(lambda self, how: self.advance(how))
 
     def advance_clock(self, seconds: float) -> None:
-        """R-P5: a ToolCall pause times out on the engine's clock."""
+        """A ToolCall pause times out on the engine's clock."""
         self.clock.advance(seconds)
         self._fire_deadlines(self.now + seconds)
         for who, agent in self.agents.items():
@@ -1000,7 +1007,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         rnd=RNG,
     )
     def race(self, kind: str, head_start: float, rnd: random.Random) -> None:
-        """R-P8 on a ToolCall pause whose exit ends the turn: a resume carrying a valid batch
+        """Races on a ToolCall pause whose exit ends the turn: a resume carrying a valid batch
         races the pause deadline, or a second resume with the same batch; exactly one wins,
         the loser is a no-op (timer) or 3012 (resume), and only the winner closes the calls."""
         who = rnd.choice(self._paused_at(ENDING_PAUSES))
@@ -1043,7 +1050,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         mode=st.sampled_from([None, "echo", "echo", "huge"]),
     )
     def register(self, who: str, tool: str, mode: str | None) -> None:
-        """R-T8: register (or unregister) a handler; it runs at the next pausing ToolCall."""
+        """Register (or unregister) a handler; it runs at the next pausing ToolCall."""
         self.agents[who].register_tool(tool, self._handler(who, mode) if mode else None)
         if mode is None:
             self.model[who].handlers.pop(tool, None)
@@ -1069,7 +1076,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         ),
     )
     def probe(self, who: str, case: tuple[str, Any]) -> None:
-        """Calls that must be refused and change nothing (R-E1)."""
+        """Calls that must be refused and change nothing."""
         kind, arg = case
         if kind == "retry":
             self.retry_batch(who)
@@ -1095,7 +1102,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         as_object=st.booleans(),
     )
     def change_mutable(self, who: str, node: str, fields: dict[str, Any], as_object: bool) -> None:
-        """Mutable ToolCall params change while idle or paused; later runs see them (R-P3)."""
+        """Mutable ToolCall params change while idle or paused; later runs see them."""
         am, agent = self.model[who], self.agents[who]
         proposed = dataclasses.replace(copy.deepcopy(am.params[node]), **fields)
         payload: Any = (
@@ -1129,25 +1136,25 @@ class ToolCallMachine(RuleBasedStateMachine):
             step_future, params_future = asked[who]
             self._check_step(who, step_future.result(5))
             assert params_future.result(5) == am.params[node], node
-            # R-P2 pause notifications, resumes (plain '', jump, timeout exit).
+            # Pause notifications, resumes (plain '', jump, timeout exit).
             assert rec.paused == am.paused
             assert rec.resumed == am.resumed
-            # R-T3/R-T4/R-T6: events only for notifying dispositions and declared tools.
+            # Events only for notifying dispositions and declared tools.
             assert [event_tuple(e) for e in rec.events] == [c.as_event() for c in am.events]
             assert [(cid, tool, json.loads(args)) for cid, tool, args in rec.with_id] == [
                 c.as_event()[:3] for c in am.events
             ]
-            # R-T8: handlers ran for exactly the model's calls, never for non-pausing ones.
+            # Handlers ran for exactly the model's calls, never for non-pausing ones.
             assert [event_tuple(e) for e in rec.handled] == [c.as_event() for c in am.handled]
             kept = am.turn is not None and am.turn.pause is not None and am.turn.pause.kept
             assert agent.has_paused_tool_batch() == kept
-            # R-T5: ids, where the engine showed them, strictly increase over the agent's life.
+            # Call ids, where the engine showed them, strictly increase over the agent's life.
             shown = [int(c.cid.value[1:], 16) for c in am.calls if c.cid.value is not None]
             assert all(a < b for a, b in itertools.pairwise(shown)), shown
             self._check_completions(who)
 
     def _check_generations(self) -> None:
-        """Every prompt since the last check is the model's (R-T3 well-formed, R-T9)."""
+        """Every prompt since the last check is the model's (well-formed for its template)."""
         new = list(self.mock.requests)[self.seen_requests :]
         self.seen_requests = len(self.mock.requests)
         got: dict[int, list[Any]] = defaultdict(list)
@@ -1161,7 +1168,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         assert not got
 
     def _check_completions(self, who: str) -> None:
-        """R-S3, R-D1, R-D2 for every finished turn of the agent."""
+        """One completion and one final chunk, with the right fields, per finished turn."""
         am, rec = self.model[who], self.rec[who]
         counts = Counter(r.turn_id for r in rec.results)
         assert all(c == 1 for c in counts.values()), counts
@@ -1180,15 +1187,15 @@ class ToolCallMachine(RuleBasedStateMachine):
             ]
             for entry, (name, _, rejected) in zip(nodes, turn.nodes, strict=True):
                 if name == "hub":
-                    assert "diagnostics" not in entry  # R-D2
-                if rejected is not None:  # R-T6: undeclared calls are recorded as rejected
+                    assert "diagnostics" not in entry  # a Pause node's entry
+                if rejected is not None:  # undeclared calls are recorded as rejected
                     names = [r["tool_name"] for r in entry["diagnostics"]["rejected_calls"]]
                     assert names == rejected, (entry, rejected)
         check_answer_chunks(rec.chunks, rec.results, None if am.turn is None else am.turn.reply)
 
 
 class RemoteToolCallMachine(ToolCallMachine):
-    """The same machine over the wire protocol (R-H1): a server on a background thread hosts
+    """The same machine over the wire protocol: a server on a background thread hosts
     an engine with the same mock model and clock, and the host is a `tl.connect` client."""
 
     def _make_engine(self, engine_settings: tl.EngineSettings) -> Any:
@@ -1221,9 +1228,9 @@ TestRemoteToolCallMachine = RemoteToolCallMachine.TestCase
 
 
 # --------------------------------------------------------------------------------------------
-# Hand-picked runs of the same machine: every disposition, every R-T7 refusal, the handlers and
+# Hand-picked runs of the same machine: every disposition, every batch refusal, the handlers and
 # the timeouts are reached on every run, whatever the random search explores. Expectations come
-# from the model (checked after every step), plus a few literal ones from the SPEC.
+# from the model (checked after every step), plus a few literal ones from the reference.
 # --------------------------------------------------------------------------------------------
 
 NO_CALLS: Plan = ("", [])
@@ -1262,10 +1269,11 @@ def pending(m: ToolCallMachine, who: str = "A") -> list[str]:
 
 
 def scenario_every_disposition(m: ToolCallMachine) -> None:
-    """R-T3 row by row: two declared calls and an undeclared one at each ToolCall node."""
+    """The dispositions table row by row: two declared calls and an undeclared one at each
+    ToolCall node."""
     for node, spec in TOOL_NODES.items():
         jump(m, node, PORCH, LAUNCH, TIME)
-        _, pauses, closed = R_T3[spec.disposition]
+        _, pauses, closed = DISPOSITIONS[spec.disposition]
         pause = pause_of(m)
         assert (pause is not None and pause.node == node) == pauses, node
         if pauses:
@@ -1282,7 +1290,7 @@ def scenario_every_disposition(m: ToolCallMachine) -> None:
 
 
 def scenario_bad_batches_then_good(m: ToolCallMachine) -> None:
-    """R-T7: each refusal is 3016 and changes nothing (R-E1); then a correct batch works."""
+    """Each batch refusal is 3016 and changes nothing; then a correct batch works."""
     jump(m, "t_notify", TIME)
     (past,) = [c.cid.bound() for c in m.model["A"].calls]
     jump(m, "t_await", PORCH, TIME)
@@ -1318,8 +1326,8 @@ def scenario_bad_batches_then_good(m: ToolCallMachine) -> None:
 
 
 def scenario_registered_tools(m: ToolCallMachine) -> None:
-    """R-T8: AwaitResult resumes with the handlers' results; Pause runs them for side effects;
-    never for non-pausing dispositions; a refused automatic resume keeps the batch."""
+    """Registered handlers: AwaitResult resumes with the handlers' results; Pause runs them for
+    side effects; never for non-pausing dispositions; a refused automatic resume keeps the batch."""
     step(m, "register", "A", "set_light", "echo")
     step(m, "register", "A", "get_time", "echo")
     jump(m, "t_await", PORCH, TIME)
@@ -1345,7 +1353,7 @@ def scenario_registered_tools(m: ToolCallMachine) -> None:
 
 
 def scenario_timeouts(m: ToolCallMachine) -> None:
-    """R-P5 on ToolCall pauses: with a timeout_exit the calls are closed with a timeout result
+    """Timeouts of ToolCall pauses: with a timeout_exit the calls are closed with a timeout result
     and the graph goes on; without one the turn ends pause_timed_out and keeps its exchange."""
     jump(m, "t_await_to", PORCH, TIME)
     step(m, "advance_clock", 0.75)
@@ -1371,7 +1379,7 @@ def scenario_timeouts(m: ToolCallMachine) -> None:
         if msg["role"] == "tool" and msg["content"] == TIMEOUT_RESULT
     ]
     assert len(timed_out) == 3  # two from t_await_to, one kept from t_await_end
-    # R-P8: results racing the deadline (the head start lets the resume win, usually), and
+    # Races: results racing the deadline (the head start lets the resume win, usually), and
     # two resumes racing with the same batch.
     jump(m, "t_await_to", TIME)
     step(m, "race", "timeout", 0.002, random.Random(1))
@@ -1380,7 +1388,7 @@ def scenario_timeouts(m: ToolCallMachine) -> None:
 
 
 def scenario_ids_over_rounds_and_turns(m: ToolCallMachine) -> None:
-    """R-T5: one turn loops hub -> ToolCall -> hub until R-G5 ends it (4003); ids keep
+    """One turn loops hub -> ToolCall -> hub until max_steps_per_turn ends it (4003); ids keep
     increasing across rounds, turns, hidden and visible dispositions."""
     at_hub(m)
     loop = ["t_route", "t_await", "t_notify", "t_pause", "t_route", "t_await"]

@@ -1,9 +1,9 @@
 """`await agent.send_message()` / `resume()` return even when the step ends at once.
 
-Issue 8, defect 1: the asyncio face used to start the operation and only then register the
-caller as a waiter, so a step that ended synchronously in between was lost: with an eager task
-factory a graph starting with a Pause node never returned from `send_message`, and a cancel run
-from the `on_resumed` callback left `resume` hanging.
+The defect this guards against: the asyncio face used to start the operation and only then
+register the caller as a waiter, so a step that ended synchronously in between was lost: with an
+eager task factory a graph starting with a Pause node never returned from `send_message`, and a
+cancel run from the `on_resumed` callback left `resume` hanging.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 9 (hardening) and issue 17: a public call's own arguments are checked before anything
-is handed to the engine, so a refused call never happens anyway (R-E1), embedded and remote."""
+"""A public call's own arguments are checked before anything is handed to the engine, so a
+refused call never happens anyway, embedded and remote."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def paused(engine: tl.Engine) -> tuple[tl.Agent, Recorder]:
 
 
 def still_paused(agent: tl.Agent, recorder: Recorder, events: int) -> None:
-    """Nothing happened since the pause: no resume, no completion (R-E1)."""
+    """Nothing happened since the pause: no resume, no completion."""
     step = agent.wait(timeout=5)
     assert step.pause is not None and step.pause.node_name == "gate"
     assert len(recorder.events) == events, recorder.events[events:]

@@ -1,6 +1,6 @@
-"""Issue 17 item 3: a callback or tool handler with the wrong signature is refused when it is
+"""A callback or tool handler with the wrong signature is refused when it is
 set (TypeError naming the parameters), on every face; exceptions raised inside a well-formed
-callback stay isolated. Issue 9: timed-out polls of a paused turn leave no waiter behind."""
+callback stay isolated. Timed-out polls of a paused turn leave no waiter behind."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Heavy graphs and params are checked on a worker thread by the embedded faces (issue 9: no
-request holds the engine loop for long), answered exactly as light ones are.
+"""Heavy graphs and params are checked on a worker thread by the embedded faces (no request
+holds the engine loop for long), answered exactly as light ones are.
 
 A graph of hundreds of lines or tools (the largest the limits allow takes 300-500 ms to check
 and compile) is prepared off the loop, and the loop goes on serving other agents meanwhile; a

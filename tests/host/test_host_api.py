@@ -1,4 +1,5 @@
-"""The host API: blocking and async faces, callbacks, R-H3, structured logs (R-H2, R-H3, R-L1)."""
+"""The host API: blocking and async faces, callbacks, blocking calls from callbacks, structured
+logs (docs/reference/host.md)."""
 
 from __future__ import annotations
 

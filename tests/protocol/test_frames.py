@@ -1,4 +1,5 @@
-"""Framing (R-W1): length prefix, one msgpack map, 1 MiB limit, and the decoder's errors."""
+"""Framing: length prefix, one msgpack map, 1 MiB limit, and the decoder's errors
+(docs/protocol.md#1-transport-and-framing)."""
 
 from __future__ import annotations
 

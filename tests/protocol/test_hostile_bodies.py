@@ -1,4 +1,4 @@
-"""Issue 9: decoding a frame never raises, whatever its body holds; refusals quote briefly."""
+"""Decoding a frame never raises, whatever its body holds; refusals quote briefly."""
 
 from __future__ import annotations
 

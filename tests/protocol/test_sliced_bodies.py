@@ -1,4 +1,4 @@
-"""Issue 9: large frame bodies are decoded and freed a slice at a time (`protocol.slices`), with
+"""Large frame bodies are decoded and freed a slice at a time (`protocol.slices`), with
 exactly the frames and the 5001 messages `decode_body` gives in one call."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 9: a small request about a node whose params are heavy to copy or check (a ToolCall
+"""A small request about a node whose params are heavy to copy or check (a ToolCall
 node of 128 tools of 64 parameters) is answered in stages too, with the answer it always got."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 9 (hardening), over raw frames: what one frame holds never ends its session, never
+"""Hardening, over raw frames: what one frame holds never ends its session, never
 stalls the server, and is refused with its own code and a bounded message."""
 
 from __future__ import annotations

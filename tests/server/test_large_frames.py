@@ -1,4 +1,4 @@
-"""Issue 9: a large frame is taken over several loop iterations (`server.intake`) without
+"""A large frame is taken over several loop iterations (`server.intake`) without
 changing what it is answered, or the order of the answers.
 
 Each test runs a server and a raw client on one asyncio loop, so it can watch that loop."""

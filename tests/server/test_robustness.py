@@ -1,5 +1,5 @@
-"""Robustness of the server (R-W1, R-W2): fuzzed and mutated frames, clients vanishing
-mid-turn, and many clients pausing and resuming at once."""
+"""Robustness of the server (docs/protocol.md#1-transport-and-framing): fuzzed and mutated
+frames, clients vanishing mid-turn, and many clients pausing and resuming at once."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ streams = st.tuples(st.lists(framed, min_size=1, max_size=8), tails).map(
 
 
 def expected_replies(stream: bytes) -> list[Any]:
-    """An independent reading of R-W1: the reply each complete frame must get, in order."""
+    """An independent reading of the framing rules: the reply each complete frame must get, in
+    order."""
     out: list[Any] = []
     pos = 0
     while len(stream) - pos >= 4:

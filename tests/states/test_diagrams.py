@@ -1,4 +1,4 @@
-"""The turn machine's diagrams say what the table says, in words a designer reads (R-V1)."""
+"""The turn machine's diagrams say what the table says, in words a designer reads."""
 
 from __future__ import annotations
 

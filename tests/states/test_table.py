@@ -1,4 +1,5 @@
-"""The transition table, the shared machine and the diagrams generated from them (SPEC §3, R-V1)."""
+"""The transition table, the shared machine and the diagrams generated from them
+(docs/reference/turns.md#transition-table)."""
 
 from __future__ import annotations
 

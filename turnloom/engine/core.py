@@ -1,10 +1,10 @@
 """The engine core: the runtime (models, clock, settings, loop) and the agents it hosts.
 
-With a store (SPEC §11) its agents are `DurableAgentCore`s, written through to it, and
-`restore_stored` brings back every stored agent when the engine starts. Without one, agents
-are plain `AgentCore`s and nothing here costs a turn anything (R-R7).
+With a store (docs/reference/durability.md) its agents are `DurableAgentCore`s, written through
+to it, and `restore_stored` brings back every stored agent when the engine starts. Without one,
+agents are plain `AgentCore`s and nothing here costs a turn anything.
 
-With a shared store (R-R6, R-X6) the engine is one worker of several: agent ids come from the
+With a shared store the engine is one worker of several: agent ids come from the
 store, every durable agent in memory is leased to this worker (`leases.LeaseKeeper`), `take`
 claims a stored agent on demand, `evict` lets one go and `adopt_due` restores one whose pause
 deadline came while nobody held it.
@@ -35,7 +35,8 @@ from .support.logs import get_logger
 from .support.rejections import HeldElsewhere, InvalidParamValue, UnknownAgent
 from .turns.agent import AgentCore
 from .turns.agent_tags import checked_tags
-from .turns.dialog_data import dialog_from_messages
+from .turns.dialog.history import check_fits
+from .turns.dialog.messages import dialog_from_messages
 from .turns.results import AgentListener
 from .turns.runtime import EngineSettings, Runtime
 
@@ -151,9 +152,9 @@ class EngineCore(Runtime):
     ) -> AgentCore:
         """Validate `graph` and create an agent over it (3003, 3007, 3008 on a bad graph).
 
-        `dialog` seeds its conversation (chat messages, see `dialog_data`; 3007 if malformed);
-        `tags` label it (`agent_tags`). `durable`: written through to the store (the default
-        when the engine has one); False keeps this one in memory only.
+        `dialog` seeds its conversation (chat messages, see `turns.dialog.messages`; 3007 if
+        malformed); `tags` label it (`agent_tags`). `durable`: written through to the store (the
+        default when the engine has one); False keeps this one in memory only.
         """
         plan = self.prepare_agent(
             graph, max_steps_per_turn=max_steps_per_turn, dialog=dialog, tags=tags, durable=durable
@@ -187,6 +188,9 @@ class EngineCore(Runtime):
         labels = checked_tags(tags, "create_agent")
         stored = self._durable(durable, "create_agent")
         compiled = compile_graph(graph, self._model_error)
+        for name, params in compiled.nodes.items():
+            if params.uses_model:
+                check_fits("create_agent", name, params, self.models[compiled.model_for(params)])
         return AgentPlan(compiled, max_steps_per_turn, seeded, labels, stored)
 
     def create_prepared(

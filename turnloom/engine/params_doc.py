@@ -10,21 +10,24 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
-import re
 import typing
 from pathlib import Path
 from typing import Any
 
 from .graph.fields import param_fields
-from .graph.params import (
+from .graph.model_params import (
+    MAX_PROMPT_TOKENS,
     MAX_SEED,
     MAX_TIMEOUT_MS,
     MAX_TOKENS,
     MAX_TOP_K,
+    HistoryParams,
+    SamplingParams,
+)
+from .graph.params import (
     CannedResponseParams,
     GenerateParams,
     PauseParams,
-    SamplingParams,
     ToolCallParams,
     ToolDefinition,
     ToolParamDefinition,
@@ -39,13 +42,11 @@ DOCUMENTED = (
     CannedResponseParams,
     ToolCallParams,
     SamplingParams,
+    HistoryParams,
     ToolDefinition,
     ToolParamDefinition,
     EngineSettings,
 )
-
-#: A requirement id in a docstring, " (R-P1)".
-_SPEC_REFERENCE = re.compile(r" \(R-[A-Z]+\d+(?:, R-[A-Z]+\d+)*\)")
 
 #: The file name `write_params_doc` writes.
 FILE_NAME = "params.md"
@@ -150,7 +151,6 @@ def _section(cls: type, container: tuple[list[str], bool] | None) -> list[str]:
     node_type = getattr(cls, "node_type", "")
     title = f"## {cls.__name__}" + (f" (node type `{node_type}`)" if node_type else "")
     summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
-    summary = _SPEC_REFERENCE.sub("", summary)  # the file is read without the SPEC at hand
     lines = [title, "", summary, ""]
     if container is not None:
         holders, fixed = container
@@ -168,9 +168,10 @@ def _section(cls: type, container: tuple[list[str], bool] | None) -> list[str]:
         ]
     if cls is GenerateParams:
         lines += [
-            "Porting a graph from the original product: set `placement` and `stream` "
-            "explicitly. turnloom defaults to `in_place_of_user` and streaming on; the "
-            "original's examples set `placement=BeforeUserAsSystem` on every Generate node.",
+            "Porting a graph from an engine with other defaults: set `placement` and `stream` "
+            "explicitly. turnloom defaults to `in_place_of_user` and streaming on; a prompt "
+            "that goes before the user's message as a system message is "
+            '`placement="before_user_as_system"`.',
             "",
         ]
     lines += _table(cls, container)
@@ -217,6 +218,7 @@ def _bounds_section() -> list[str]:
         "(here: `-1`).",
         f"- `top_k` ≤ {MAX_TOP_K}: more than any model's vocabulary, so nothing is lost.",
         f"- `max_tokens` ≤ {MAX_TOKENS}.",
+        f"- `keep_first` and `max_prompt_tokens` ≤ {MAX_PROMPT_TOKENS}: past any model's context.",
         f"- Byte limits of `EngineSettings` ≤ {MAX_BYTES} (2**31 - 1).",
         "- Floats take ints too (compared exactly, so `10**400` is out of range, not an "
         "overflow); NaN and infinities are refused.",

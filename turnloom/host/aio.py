@@ -22,7 +22,7 @@ from ..engine.support.clock import Clock
 from ..engine.support.collector import CollectorPause
 from ..engine.support.gil import run_switching_often
 from ..engine.turns.agent import AgentCore
-from ..engine.turns.dialog_data import dialog_to_messages
+from ..engine.turns.dialog.messages import dialog_to_messages
 from ..engine.turns.param_change import (
     HEAVY,
     commit_params,
@@ -50,7 +50,8 @@ def default_models() -> list[ModelBackend]:
 
 async def _step(turn: Turn, future: asyncio.Future[Step]) -> Step:
     """Await a waiter registered on `turn`; a caller that gives up (a timeout) takes it off,
-    so polling a paused turn leaves nothing behind and no longer counts as waiting (R-P6)."""
+    so polling a paused turn leaves nothing behind and no longer counts as waiting
+    (docs/reference/pauses.md#unattended-pause-warning)."""
     try:
         return await future
     except asyncio.CancelledError:
@@ -182,7 +183,7 @@ class AsyncAgent(AsyncAgentAPI):
         return take_snapshot(self._core)
 
     async def snapshot(self) -> AgentSnapshot:
-        """The agent as a snapshot (SPEC R-R1): while idle or paused; 3004 while a turn runs,
+        """The agent as a snapshot: while idle or paused; 3004 while a turn runs,
         3002 once destroyed. `engine.restore(snapshot)` brings it back."""
         return self._do("snapshot", self._snapshot)
 

@@ -2,7 +2,7 @@
 
 The embedded `AsyncAgent` and the wire client's `RemoteAsyncAgent` both implement
 `AsyncAgentAPI`; the blocking `Agent` wraps either one, which is what makes switching between
-embedded and remote one line (R-H1). Callback setters and the tool registry come from
+embedded and remote one line. Callback setters and the tool registry come from
 `DispatchFace`, written once for all three.
 """
 
@@ -75,7 +75,8 @@ class AsyncAgentAPI(DispatchFace, ABC):
     async def retry_paused_tool_batch(self) -> Step:
         """Resume again with the kept batch; return at the next step."""
 
-    # Durability (SPEC §11): embedded agents only, so far; the wire does not carry these yet.
+    # Durability (docs/reference/durability.md): embedded agents only, so far; the wire does not
+    # carry these yet.
 
     @property
     def tags(self) -> Mapping[str, str]:

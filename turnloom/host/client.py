@@ -1,6 +1,6 @@
 """The Python client: `turnloom.connect(host, port)` gives an engine whose agents have exactly
-the embedded API (R-H1), the same `turnloom.Agent` class over a wire agent instead of an
-in-process one.
+the embedded API, the same `turnloom.Agent` class over a wire agent instead of an in-process
+one (docs/reference/host.md#embedded-and-remote).
 
 How a blocking `send_message` / `resume` "returns at the next pause or completion" over the
 wire: the server writes a request's reply before anything the turn does afterwards, so once the
@@ -181,7 +181,7 @@ class RemoteAsyncAgent(AsyncAgentAPI):
         try:
             return await future
         except asyncio.CancelledError:
-            if future in waiters:  # a caller that gave up no longer counts as waiting (R-P6)
+            if future in waiters:  # a caller that gave up no longer counts as waiting
                 waiters.remove(future)
             raise
 

@@ -1,4 +1,5 @@
-"""Routing an agent's events to the host: callbacks (R-H2) and registered tools (R-T8).
+"""Routing an agent's events to the host: callbacks and registered tools
+(docs/reference/host.md#callbacks, docs/reference/tools.md#registered-tool-handlers).
 
 Everything here runs on the loop that delivers the events: the engine loop when embedded, the
 client's loop over the wire. A handler registered with `register_tool` runs when a pausing
@@ -241,7 +242,7 @@ class DispatchFace:
         self.dispatch.tool_call_event = checked("set_on_tool_call_event", callback, ("event",))
 
     def register_tool(self, name: str, handler: ToolHandler | None) -> None:
-        """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume (R-T8).
+        """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume.
 
         For AwaitResult the handlers' return values become the results; for Pause and
         PauseAndAcknowledge they run for their side effects. `None` unregisters. Handlers run

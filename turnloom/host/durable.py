@@ -1,6 +1,6 @@
-"""The blocking faces of durability (SPEC §11): snapshots and the dialog on `Agent`; restore,
-stored agents and seeded dialogs on `Engine`. Mixed into the classes of `sync.py`, so that
-module keeps to the calls every engine has."""
+"""The blocking faces of durability (docs/reference/durability.md): snapshots and the dialog on
+`Agent`; restore, stored agents and seeded dialogs on `Engine`. Mixed into the classes of
+`sync.py`, so that module keeps to the calls every engine has."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ engine still needs no other locks, and callbacks never run two at once.
 
 Callbacks therefore run on whichever thread is running the loop: the loop thread, or, during a
 blocking call, the calling thread. `block` refuses a call made from inside a loop iteration
-(from a callback) at once (R-H3): it would wait for an answer that only its own thread can
+(from a callback) at once: it would wait for an answer that only its own thread can
 produce.
 
 The price is four private names of CPython's selector loop (`_run_once`, `_ready`, `_scheduled`,
@@ -43,8 +43,8 @@ class BlockingCallInCallback(RuntimeError):
 def wait_limit(timeout: Any, name: str) -> float | None:
     """The seconds `name()` may wait for its answer: None or `math.inf` = no limit.
 
-    Checked before the call is handed to the loop, so a refused timeout leaves the call undone
-    (R-E1): TypeError for a non-number, ValueError for a negative, NaN or too-large one.
+    Checked before the call is handed to the loop, so a refused timeout leaves the call undone:
+    TypeError for a non-number, ValueError for a negative, NaN or too-large one.
     """
     if timeout is None:
         return None

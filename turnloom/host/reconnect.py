@@ -1,9 +1,10 @@
-"""A remote engine's durable agents taken to a new session (R-R5): after a dropped connection
-or a server restart, `reconnect` opens a new session with the same server and attaches every
+"""A remote engine's durable agents taken to a new session (see Reconnect in
+docs/reference/durability.md#reconnect): after a dropped connection or a server restart,
+`reconnect` opens a new session with the same server and attaches every
 durable agent the engine holds, so the host's agent objects, callbacks and registered tools
-carry on as they were. Non-durable agents ended with the old session (R-W2).
+carry on as they were. Non-durable agents ended with the old session.
 
-Behind a load balancer, the new session may be on another worker sharing the store (R-R6): an
+Behind a load balancer, the new session may be on another worker sharing the store: an
 agent the old worker still holds (it has not seen the connection drop yet, or it died and its
 lease has not run out) is 3004 there for a while, so those attaches are tried again, with
 backoff, for up to `BUSY_WAIT_S`."""

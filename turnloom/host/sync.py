@@ -3,7 +3,8 @@
 A blocking call runs the loop on the calling thread until it is answered (see `LoopThread`);
 each call has an `*_async` form that returns a `concurrent.futures.Future` instead. Callbacks
 run on whichever thread runs the loop at that moment, one at a time: a blocking call made from
-a callback would wait for the thread it blocks, so it raises at once instead (R-H3).
+a callback would wait for the thread it blocks, so it raises at once instead
+(docs/reference/host.md#blocking-calls-from-callbacks).
 """
 
 from __future__ import annotations
@@ -188,7 +189,8 @@ class EngineFace:
 class Engine(DurableEngineFace[Agent], EngineFace):
     """An embedded engine: agents in this process, the engine loop on a background thread.
 
-    `store=` ("game.db", a `redis://` URL or a `Store`) makes its agents durable (SPEC §11).
+    `store=` ("game.db", a `redis://` URL or a `Store`) makes its agents durable
+    (docs/reference/durability.md).
     """
 
     _engine: AsyncEngine

@@ -1,8 +1,9 @@
 """The one table from refused triggers, engine rejections and turn failures to error codes.
 
 The engine says *what* was refused (a `Rejection`: an illegal trigger of the turn machine, or a
-failed argument guard) and never a code; this module decides the code (SPEC R-S5), and turns a
-rejection into the host-facing `TurnloomError`, logging it with its code (R-L1).
+failed argument guard) and never a code; this module decides the code
+(docs/reference/errors.md#refused-triggers), and turns a rejection into the host-facing
+`TurnloomError`, logging it with its code.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class SessionQuotaExceeded(results.TurnFailure):
     raises it; it lives here, below the server, so that the table below can map it."""
 
 
-#: A host operation's trigger refused by the turn machine -> its code (SPEC R-S5). A refused
+#: A host operation's trigger refused by the turn machine -> its code. A refused
 #: `cancel` is no error (it answers "nothing to cancel"), so it has no row.
 REFUSED_TRIGGER_CODES: dict[Trigger, ErrorCode] = {
     Trigger.START: ErrorCode.AgentBusy,
@@ -63,7 +64,7 @@ def code_for(exc: BaseException) -> ErrorCode:
 
 
 def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> TurnloomError:
-    """Log a rejection with its code (R-L1) and turn it into the host-facing error."""
+    """Log a rejection with its code and turn it into the host-facing error."""
     error = TurnloomError(code_for(rejection), rejection.message)
     log.info(
         "rejected",

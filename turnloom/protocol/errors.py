@@ -1,4 +1,5 @@
-"""The error codes of the contract (SPEC §4) and the one exception hierarchy hosts catch.
+"""The error codes (docs/reference/errors.md#error-codes) and the one exception hierarchy hosts
+catch.
 
 Every error is a `TurnloomError` carrying `code` (an `ErrorCode`) and `message`. Each code has
 its own class, grouped by family, so a host can catch exactly what it handles:
@@ -25,16 +26,16 @@ from typing import Any
 
 
 class ErrorCode(enum.IntEnum):
-    """Every error code of the contract."""
+    """Every error code turnloom uses."""
 
     ConnectionFailed = 1001
     ConnectionDropped = 1002
     Timeout = 1003
     ServerShuttingDown = 2001
     SessionNotReady = 2002
-    #: beyond the seeds: a per-session or per-server limit of the wire server was reached.
+    #: A per-session or per-server limit of the wire server was reached.
     SessionLimitExceeded = 2003
-    #: beyond the seeds: the server requires an auth key and the session's was missing or wrong.
+    #: The server requires an auth key and the session's was missing or wrong.
     Unauthorized = 2004
     InvalidAgentId = 3001
     AgentAlreadyDestroyed = 3002
@@ -103,16 +104,16 @@ class SessionNotReady(ServerError):
 
 
 class SessionLimitExceeded(ServerError):
-    """2003 (beyond the seeds): a per-session or per-server limit or quota was reached."""
+    """2003: a per-session or per-server limit or quota was reached."""
 
 
 class Unauthorized(ServerError):
-    """2004 (beyond the seeds): the server requires an auth key; the one given was missing or
-    wrong (the message never repeats it)."""
+    """2004: the server requires an auth key; the one given was missing or wrong (the message
+    never repeats it)."""
 
 
 class AgentError(TurnloomError):
-    """3xxx: an agent operation was refused; the agent is exactly as it was (R-E1)."""
+    """3xxx: an agent operation was refused; the agent is exactly as it was."""
 
 
 class InvalidAgentId(AgentError):
@@ -152,7 +153,7 @@ class AgentNotPaused(AgentError):
 
 
 class InvalidToolResults(AgentError):
-    """3016: a tool_results batch does not fit the pending calls (R-T7); still paused."""
+    """3016: a tool_results batch does not fit the pending calls; the turn stays paused."""
 
 
 class InferenceError(TurnloomError):

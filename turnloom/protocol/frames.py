@@ -1,4 +1,5 @@
-"""Wire framing (R-W1): a 4-byte little-endian length, then one msgpack map.
+"""Wire framing: a 4-byte little-endian length, then one msgpack map
+(docs/protocol.md#1-transport-and-framing).
 
 `FrameDecoder` is sans-IO, like h11: feed it bytes as they arrive and take out whole frames or
 the framing errors they caused. It never raises for bad input, so one bad frame costs its

@@ -1,4 +1,4 @@
-"""The message catalog (R-W3): every request with its fields, types and defaults, and the
+"""The message catalog: every request with its fields, types and defaults, and the
 server's frame types. docs/protocol.md describes the same catalog for client writers.
 
 Fields the server routes on (ids, the shape of the graph and of tool results) are checked here

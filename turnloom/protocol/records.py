@@ -10,7 +10,7 @@ from ..engine.turns.results import PauseInfo, ToolCallEvent, ToolResult, TurnRes
 
 
 def tool_call_to_wire(event: ToolCallEvent) -> dict[str, Any]:
-    """A tool-call event as a map (R-T4)."""
+    """A tool-call event as a map (docs/reference/tools.md#tool-call-events)."""
     return {
         "call_id": event.call_id,
         "tool_name": event.tool_name,
@@ -58,7 +58,8 @@ def pause_from_wire(data: Mapping[str, Any]) -> PauseInfo:
 
 
 def result_to_wire(result: TurnResult) -> dict[str, Any]:
-    """A completion as the fields of a `TurnComplete` frame (R-D2)."""
+    """A completion as the fields of a `TurnComplete` frame
+    (docs/reference/streaming.md#completion-fields)."""
     return result.as_fields()
 
 

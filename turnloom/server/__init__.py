@@ -1,5 +1,6 @@
 """The asyncio TCP server (`Server`, one session per connection) and a server on a thread of
-its own (`BackgroundServer`), serving an engine's agents over the wire protocol."""
+its own (`BackgroundServer`), serving an engine's agents over the wire protocol. May import
+`host`, `protocol`, `engine` and `states`."""
 
 from .auth import AuthKey
 from .background import BackgroundServer

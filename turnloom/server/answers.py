@@ -1,4 +1,4 @@
-"""How a session answers a request frame: exactly one reply, carrying its request_id (R-W2).
+"""How a session answers a request frame: exactly one reply, carrying its request_id.
 
 `handle` answers at once, inside `data_received`. `handle_staged` answers a frame the `intake`
 took (a large body, or a request about a heavy node) as a generator, so a request with costly

@@ -1,4 +1,5 @@
-"""Agents that outlive a connection (SPEC R-R5): the secret that lets a later session attach.
+"""Agents that outlive a connection: the secret that lets a later session attach (see
+docs/reference/durability.md#attach-with-a-token).
 
 A durable agent created over the wire gets a resume token (`secrets.token_urlsafe(32)`), sent
 once, in its `CreateAgentResponse`. The server keeps only the token's SHA-256 digest, in one of

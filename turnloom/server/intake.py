@@ -1,12 +1,12 @@
-"""A session's large frames, taken over several loop iterations (issue 9: no one request may
-hold the loop, and so every other session, for more than about 10 ms).
+"""A session's large frames, taken over several loop iterations (no one request may hold the
+loop, and so every other session, for more than about 10 ms).
 
 Frames of up to `LARGE_BODY_BYTES` are decoded and answered inside `data_received`, as they
 always were. A larger body is decoded one slice per loop iteration (`BodyDecode`); a request
 whose checks cost more than that (a CreateAgent compiling its graph, a ChangeAgentParam reading
 whole params) runs them on the intake's worker thread and commits on the loop; the decoded
 frame is then freed a step at a time (`Teardown`). Until the frame is answered, the session's
-later frames wait in order, so replies keep request order (R-W2); past `HELD_BYTES` of them its
+later frames wait in order, so replies keep request order; past `HELD_BYTES` of them its
 reading is paused, so its buffers stay bounded. Other sessions go on meanwhile. Small frames
 pipelined by the thousand wait the same way once a read's answers have taken
 `ANSWER_BUDGET_S`.

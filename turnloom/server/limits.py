@@ -1,4 +1,4 @@
-"""What a server and each of its sessions may hold and spend, and where it may listen (R-W4)."""
+"""What a server and each of its sessions may hold and spend, and where it may listen."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A session's request handlers: one method per request type of the catalog (R-W3).
+"""A session's request handlers: one method per request type of the catalog
+(docs/protocol.md#3-requests).
 
 Each takes the request's checked fields (`protocol.messages.parse_request`) and returns the
 reply frame, or raises: a `Rejection` or `TurnloomError` that `Session.handle` turns into the

@@ -1,4 +1,5 @@
-"""One connection = one session (R-W2): its frames in, its agents' events and replies out.
+"""One connection = one session: its frames in, its agents' events and replies out
+(docs/protocol.md#2-session-lifecycle).
 
 A session is an `asyncio.Protocol`: every request is handled synchronously inside
 `data_received`, so what a request causes at once (a `resumed` event, the completion of a
@@ -143,7 +144,7 @@ class Session(asyncio.Protocol, SessionAnswers):
     def data_received(self, data: bytes) -> None:
         """Decode frames and answer each one, in order, for up to `ANSWER_BUDGET_S`: the rest
         wait, undecoded, for the next loop iteration (`Intake.defer`). Never raises: asyncio
-        would close the connection, so one frame would end the session (R-W1)."""
+        would close the connection, so one frame would end the session."""
         if self.intake.busy:  # behind a large frame: these bytes wait their turn
             self.intake.hold(data)
             return
@@ -332,7 +333,7 @@ class Session(asyncio.Protocol, SessionAnswers):
 
     def release(self) -> None:
         """Destroy every agent of the session (cancelling its open turn), except its durable
-        agents: they are let go as they are, for a later `AttachAgent` (R-R5); with a shared
+        agents: they are let go as they are, for a later `AttachAgent`; with a shared
         store, out of this worker's memory too (at once, or when their turn comes to rest)."""
         agents, self.agents = self.agents, {}
         kept = 0

@@ -1,6 +1,6 @@
 """The asyncio TCP server: one `EngineCore` shared by sessions, one session per connection.
 
-It binds to loopback unless told otherwise (R-W4). With `ssl` it speaks TLS only; with
+It binds to loopback unless told otherwise. With `ssl` it speaks TLS only; with
 `auth_key` a session must present the key before anything else (see `auth`); per-session
 quotas come from `ServerLimits` (see `quotas`). Shutdown is graceful: requests are answered
 2001, every session's open turns are cancelled (their completions still go out), then the

@@ -1,6 +1,6 @@
 """The turn state machine: transition table, shared runtime machine, rejections, diagrams.
 
-This layer knows nothing of nodes, models or sockets.
+This layer knows nothing of nodes, models or sockets, and imports nothing of turnloom.
 """
 
 from .machine import MACHINE, check, fire, is_legal

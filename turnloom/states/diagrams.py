@@ -1,4 +1,5 @@
-"""Diagrams of the turn machine, drawn from the transition table (R-V1).
+"""Diagrams of the turn machine, drawn from the transition table
+(docs/reference/logging.md#turn-machine-diagrams).
 
 Drawn here from `TRANSITIONS` rather than by transitions' `GraphMachine`: its drawings style the
 initial state as the "current" one (filled red), mark no final state in a flat machine, drop

@@ -148,7 +148,7 @@ def check(turn: StatefulTurn, trigger: Trigger, context: str = "") -> None:
 def fire(turn: StatefulTurn, trigger: Trigger) -> TurnState:
     """Fire `trigger` on `turn` and return its new state; raise `IllegalTransition` if illegal.
 
-    A rejected trigger leaves `turn.state` untouched (R-S2).
+    A rejected trigger leaves `turn.state` untouched (docs/reference/turns.md#rejections).
     """
     routes = _ROUTES[trigger].get(turn.state)
     if routes is None:

@@ -1,7 +1,8 @@
 """Rejections: operations refused because of the state they were attempted in.
 
-A rejection never changes anything (R-S2, R-E1). The protocol layer owns the one table that maps
-each rejection to a wire error code; this layer only says what was refused and why.
+A rejection never changes anything (docs/reference/turns.md#rejections). The protocol layer
+owns the one table that maps each rejection to a wire error code; this layer only says what was
+refused and why.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The turn state machine as data: states and the one table of legal transitions (SPEC §3).
+"""The turn state machine as data: states and the one table of legal transitions
+(docs/reference/turns.md#transition-table).
 
 Everything that knows about turn states reads this module: the runtime machine, the diagrams,
 the exhaustive state x trigger tests. Nothing here knows about nodes, models or sockets.
@@ -24,7 +25,8 @@ class TurnState(StrEnum):
 
 
 class Trigger(StrEnum):
-    """The events fired on a turn: by node execution (R-S1) and by host operations (R-S4)."""
+    """The events fired on a turn: by node execution and by host operations
+    (docs/reference/turns.md#what-fires-each-trigger)."""
 
     START = "start"
     PAUSE = "pause"
@@ -34,7 +36,7 @@ class Trigger(StrEnum):
     FINISH = "finish"
     FAIL = "fail"
     CANCEL = "cancel"
-    #: `change_params`: a self-loop, legal only where a node's params may change (beyond).
+    #: `change_params`: a self-loop, legal only where a node's params may change.
     EDIT = "edit"
 
 
@@ -54,7 +56,7 @@ class Transition(NamedTuple):
 S = TurnState
 T = Trigger
 
-#: The single source of truth for legal turn transitions (SPEC §3).
+#: The single source of truth for legal turn transitions.
 TRANSITIONS: tuple[Transition, ...] = (
     Transition(T.START, (S.IDLE,), S.RUNNING),
     Transition(T.PAUSE, (S.RUNNING,), S.PAUSED),
@@ -69,7 +71,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(T.EDIT, (S.PAUSED,), S.PAUSED),
 )
 
-#: The trigger each host operation fires on the agent's current turn (R-S4).
+#: The trigger each host operation fires on the agent's current turn
+#: (docs/reference/turns.md#operations-are-triggers).
 OPERATION_TRIGGERS: dict[str, Trigger] = {
     "send_message": T.START,
     "change_params": T.EDIT,

@@ -42,7 +42,7 @@ TEST(pause_change_params_resume) {
     CHECK_EQ(paused_at, "gate->default");
   }
 
-  // The baseline, changed and sent whole (the seeds' ChangeParams).
+  // The baseline, changed and sent whole (an AgentProxy-style ChangeParams).
   auto baseline = agent->GetParams("answer");
   CHECK_OK(baseline);
   auto* generate = std::get_if<GenerateParams>(&baseline.value());

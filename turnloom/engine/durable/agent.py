@@ -1,8 +1,8 @@
 """The durable agent: an `AgentCore` that writes its snapshot to the engine's store whenever it
-comes to rest (SPEC R-R3).
+comes to rest (docs/reference/durability.md#when-an-agent-is-written).
 
 Only engines with a store make these, so an engine without one runs the plain `AgentCore` and
-pays nothing (R-R7). The writes, each a whole snapshot replacing the last:
+pays nothing. The writes, each a whole snapshot replacing the last:
 
 * the turn paused: before the host is told (`on_paused`), so a pause the host saw is stored;
 * the turn completed: after the dialog and last result are booked, before the host is told;
@@ -14,7 +14,7 @@ either: until the resumed turn pauses or completes, its last pause is the state 
 A failing write is logged (`store.write_failed`) and the turn goes on; the store then holds the
 agent's previous complete write.
 
-With a shared store (R-R6) a write also carries the pause deadline, so any worker can fire it;
+With a shared store a write also carries the pause deadline, so any worker can fire it;
 a write refused because another worker holds the agent now (`LeaseLost`) ends this copy
 (`EngineCore.lease_lost`). An agent marked `release_at_rest` is let go (`EngineCore.evict`) as
 soon as it has been written at a pause or a completion: a server's agent no session holds.

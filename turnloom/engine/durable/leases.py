@@ -1,4 +1,5 @@
-"""A worker's leases on the agents of a shared store (SPEC R-R6, R-X6).
+"""A worker's leases on the agents of a shared store
+(docs/reference/durability.md#leases-between-workers).
 
 Every agent an engine has in memory is leased to it in the store, and only the holder writes
 it. The leases of one worker stand or fall together: they last while the worker's own key in
@@ -6,11 +7,11 @@ the store lives, and the `LeaseKeeper` renews that key every third of the lease.
 dies (or stops renewing for a whole lease) loses them all, and any other worker can claim its
 agents from then on.
 
-Pause deadlines fire exactly once (R-R6):
+Pause deadlines fire exactly once:
 * an agent in memory fires its own, by the timer its pause armed, as without a store;
 * an agent nobody holds (its worker let it go, or died) is in the store's deadline index, and
   every worker sweeps that index: the first to claim a due agent restores it, and restoring a
-  past deadline fires it at once (R-R4). The turn then goes on to its next rest on that worker,
+  past deadline fires it at once. The turn then goes on to its next rest on that worker,
   which writes it and lets it go again.
 
 A claim is atomic in the store and a write by a worker that is no longer the holder is refused

@@ -1,4 +1,5 @@
-"""Reading a snapshot back (SPEC R-R1, R-R2): check the whole document, then rebuild the agent.
+"""Reading a snapshot back: check the whole document, then rebuild the agent
+(docs/reference/durability.md#refused-snapshots).
 
 `read_snapshot` checks everything and builds nothing the engine holds, so a refused snapshot
 changes nothing; `apply_snapshot` then fills a new agent and cannot fail. What is refused:
@@ -29,8 +30,8 @@ from ..graph.params import NodeParams, ToolCallDisposition, ToolCallParams, chec
 from ..support.guards import brief
 from ..support.rejections import InvalidParamValue
 from ..turns.agent_tags import checked_tags
-from ..turns.dialog_data import dialog_from_messages
-from ..turns.projection import Interaction
+from ..turns.dialog.messages import dialog_from_messages
+from ..turns.dialog.projection import Interaction
 from ..turns.results import PauseInfo, ToolCallEvent, TurnResult, TurnStatus
 from .snapshot import FORMAT, RNG_STATE, VERSION, pack
 

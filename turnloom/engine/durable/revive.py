@@ -1,4 +1,4 @@
-"""Bringing a checked snapshot to life (SPEC R-R1): a new agent gets the snapshot's state, and
+"""Bringing a checked snapshot to life: a new agent gets the snapshot's state, and
 a paused turn gets back its timeout and its place under the stall watch.
 
 `restore.read_snapshot` has checked everything first, so nothing here can fail: a refused
@@ -36,7 +36,7 @@ def _restore_turn(agent: AgentCore, saved: PausedTurnPlan) -> None:
     turn = Turn()
     turn.begin(saved.turn_id, saved.interaction.user_message, saved.debug_nodes is not None)
     turn.interaction = saved.interaction
-    # The triggers that brought it there (R-S1): a restored turn got to `paused` as any did.
+    # The triggers that brought it there: a restored turn got to `paused` as any did.
     fire(turn, Trigger.START)
     fire(turn, Trigger.PAUSE)
     steps, tokens, pause_count, pause_seq, paused_duration = saved.counters
@@ -64,7 +64,7 @@ def _arm_timeout(agent: AgentCore, turn: Turn, deadline: float | None) -> None:
     time; None = waits forever).
 
     A deadline already past fires on the loop's next iteration rather than at the clock's next
-    tick, so a deadline that passed while nothing ran fires at once (R-R4), on a `VirtualClock`
+    tick, so a deadline that passed while nothing ran fires at once, on a `VirtualClock`
     too. The callback is the executor's own, so the timeout is exactly that of a pause that
     never left memory.
     """
@@ -81,7 +81,7 @@ def _arm_timeout(agent: AgentCore, turn: Turn, deadline: float | None) -> None:
 
 def watch_stall(agent: AgentCore) -> None:
     """Put a restored agent's pause under the engine's stall watch, as `executor` does at a
-    pause (R-P6). Separate from `apply_snapshot` so that many restored pauses can be handed to
+    pause. Separate from `apply_snapshot` so that many restored pauses can be handed to
     the watch in the order they began (it keeps its entries in that order)."""
     if agent.turn.pause is not None:
         agent.runtime.stall_watch.watch(agent, agent.turn)

@@ -1,4 +1,5 @@
-"""Agent snapshots: one agent as a versioned, self-describing msgpack document (SPEC R-R1).
+"""Agent snapshots: one agent as a versioned, self-describing msgpack document
+(docs/reference/durability.md#snapshots).
 
 A snapshot holds everything an agent's future depends on: its graph, the params changed since
 it was created, its options, the dialog, the call-id counter, per-node state (CannedResponse's
@@ -18,7 +19,7 @@ The document (version 1), as `AgentSnapshot.to_dict()` shows it:
                   restoring many agents of one graph decodes and checks it once.
     options       {"enable_diagnostics": bool, "max_steps_per_turn": int}
     params        {node: fields} for the nodes whose params differ from the graph's
-    dialog        flat chat messages (`dialog_data`)
+    dialog        flat chat messages (`turns.dialog.messages`)
     call_seq      how many call ids it has handed out (the next is `c%08x` of this)
     node_state    {node: {key: value}}
     rng_state     null, or its random source's state once used (the 625 words of MT19937)
@@ -53,7 +54,7 @@ from ..graph.builder import CompiledGraph
 from ..graph.data import graph_to_data
 from ..graph.fields import params_to_mapping
 from ..support.clock import Clock, VirtualClock
-from ..turns.dialog_data import dialog_to_messages
+from ..turns.dialog.messages import dialog_to_messages
 from ..turns.turn import Turn
 
 if TYPE_CHECKING:

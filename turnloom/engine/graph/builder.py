@@ -1,4 +1,5 @@
-"""Graphs: the fluent builder (R-G1) and compilation into a frozen, validated graph (R-G2)."""
+"""Graphs: the fluent builder and compilation into a frozen, validated graph
+(docs/reference/graphs.md#validation-at-agent-creation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Typed node params: one dataclass per node type, and the node-level checks of R-G3.
+"""Typed node params: one dataclass per node type, and the node-level checks of their values
+(docs/reference/graphs.md#structural-and-mutable-params).
 
 Each field declares through `param()` (see `fields.py`) whether it is structural (fixed at agent
 creation) and its range; `validate_params` and `check_mutation` phrase what the generic validator
@@ -16,19 +17,13 @@ from typing import Any, ClassVar
 from ..support.guards import brief
 from ..support.rejections import InvalidParamValue, ParamNotMutable
 from .fields import Declared, invalid_field, param, structural_change, warn_deprecated
+from .model_params import (
+    MAX_TIMEOUT_MS,
+    HistoryParams,
+    SamplingParams,
+)
 from .prompt_template import template_error
 
-#: The longest timeout a param or setting takes, in ms (about 24.8 days): the largest signed
-#: 32-bit int, so it fits the int fields of clients in other languages (C# for Unity, C++ for
-#: Unreal). A longer wait is `0`, "forever".
-MAX_TIMEOUT_MS = 2**31 - 1
-#: The largest explicit seed: llama.cpp takes a uint32 seed and reads 0xFFFFFFFF as "random".
-MAX_SEED = 2**32 - 2
-#: Larger than any model's vocabulary (the largest are about 262k tokens): top_k past it is the
-#: same as 0, "off", so nothing is lost by refusing it.
-MAX_TOP_K = 1_000_000
-#: The longest reply one generation may produce, in tokens.
-MAX_TOKENS = 32768
 #: Tools one ToolCall node may offer: OpenAI's API takes at most 128 per request, and a prompt
 #: listing more would not fit a small model's context anyway.
 MAX_TOOLS = 128
@@ -64,22 +59,6 @@ class Selection(enum.StrEnum):
 
 
 @dataclass(slots=True)
-class SamplingParams(Declared):
-    """Sampling options for a model-using node. All mutable."""
-
-    temperature: float = param(0.7, min=0.0, max=5.0, doc="0 = greedy")
-    top_p: float = param(0.95, min=0.0, max=1.0, doc="nucleus sampling; 1 = off")
-    top_k: int = param(40, min=0, max=MAX_TOP_K, doc="0 = off")
-    min_p: float = param(0.05, min=0.0, max=1.0, doc="0 = off")
-    repeat_penalty: float = param(1.1, min=0.0, max=10.0, doc="1 = off")
-    max_tokens: int = param(256, min=1, max=MAX_TOKENS, doc="longest reply, in tokens")
-    seed: int = param(-1, min=-1, max=MAX_SEED, doc="-1 = random")
-    timeout_ms: int = param(
-        0, min=0, max=MAX_TIMEOUT_MS, doc="time budget of one generation; 0 = none (4002)"
-    )
-
-
-@dataclass(slots=True)
 class NodeParams(Declared):
     """Base of every node's params. Subclasses name their type, exits and model use."""
 
@@ -93,13 +72,14 @@ class NodeParams(Declared):
         return str(getattr(self, f"{route}_exit"))
 
     def pausing_routes(self) -> tuple[str, ...]:
-        """The exit routes after which the turn pauses (R-P1)."""
+        """The exit routes after which the turn pauses
+        (docs/reference/pauses.md#what-pauses-a-turn)."""
         return ()
 
 
 @dataclass(slots=True)
 class PauseParams(NodeParams):
-    """A checkpoint: the turn always pauses right after this node exits (R-P1)."""
+    """A checkpoint: the turn always pauses right after this node exits."""
 
     node_type: ClassVar[str] = "Pause"
     exit_routes: ClassVar[tuple[str, ...]] = ("default", "timeout")
@@ -138,6 +118,7 @@ class GenerateParams(NodeParams):
     model_name: str = param("", structural=True, doc="'' = the graph's default model")
     sampling: SamplingParams = param(default_factory=SamplingParams, doc="see SamplingParams")
     default_exit: str = exit_param("taken after the reply")
+    history: HistoryParams = param(default_factory=HistoryParams, doc="see HistoryParams")
 
 
 @dataclass(slots=True)
@@ -157,7 +138,7 @@ class CannedResponseParams(NodeParams):
 
 
 class ToolCallDisposition(enum.StrEnum):
-    """What happens once a ToolCall node detects a call (R-T3)."""
+    """What happens once a ToolCall node detects a call (docs/reference/tools.md#dispositions)."""
 
     RouteOnly = "route_only"
     Acknowledge = "acknowledge"
@@ -192,7 +173,7 @@ class ToolCallDisposition(enum.StrEnum):
 
 
 class ToolCallMode(enum.StrEnum):
-    """Whether a ToolCall node also answers when no tool is called (R-T2)."""
+    """Whether a ToolCall node also answers when no tool is called."""
 
     DetectOnly = "detect_only"
     CallOrAnswer = "call_or_answer"
@@ -298,7 +279,7 @@ def _tools_error(tools: list[ToolDefinition]) -> str | None:
 
 @dataclass(slots=True)
 class ToolCallParams(NodeParams):
-    """Offer tools to the model and detect the calls it makes (SPEC §6)."""
+    """Offer tools to the model and detect the calls it makes."""
 
     node_type: ClassVar[str] = "ToolCall"
     exit_routes: ClassVar[tuple[str, ...]] = ("tool_called", "no_tool_called", "timeout")
@@ -339,12 +320,13 @@ class ToolCallParams(NodeParams):
         "arguments ranked by likelihood; generates where the model cannot score); "
         "'' = the model's default",
     )
-    #: Fields of the original product accepted (in the constructor and in mappings) and ignored.
+    history: HistoryParams = param(default_factory=HistoryParams, doc="see HistoryParams")
+    #: Legacy fields, accepted (in the constructor and in mappings) and ignored.
     deprecated_fields: ClassVar[dict[str, str]] = {
         "tool_call_format": "the model's own chat template decides how tools are offered and "
         "how calls are parsed",
     }
-    #: The original product's tool-call format choice: accepted, ignored, warned about once.
+    #: The legacy choice of a tool-call format: accepted, ignored, warned about once.
     tool_call_format: InitVar[Any] = None
 
     def __post_init__(self, tool_call_format: Any) -> None:

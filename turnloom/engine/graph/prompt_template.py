@@ -1,5 +1,6 @@
 """A Generate node's Mustache template: the variables the engine provides, and the checks that
-refuse a template that would not render what it says (R-G3, 3007).
+refuse a template that would not render what it says (3007,
+docs/reference/graphs.md#prompt-templates).
 
 pystache renders a name it cannot find as empty text, so `{{user_message}}` (for
 `{{human_message}}`) would silently drop the player's message from the prompt. The engine knows

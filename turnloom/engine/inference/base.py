@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..graph.params import SamplingParams
+from ..graph.model_params import SamplingParams
 from ..tools.families import ToolCallFamily
 
 #: A chat message in the shape chat templates take: role, content, and for tools
@@ -96,12 +96,38 @@ class ModelBackend(ABC):
     ) -> GenerationResult:
         """Generate a reply for `request`, calling `on_delta` with each piece of text."""
 
+    def context_tokens(self) -> int | None:
+        """How many tokens one agent's prompt and reply may take together (the model's
+        context), as far as is known without asking a server; None: no limit known."""
+        return None
+
+    async def reply_room(self, request: GenerationRequest) -> int | None:
+        """The context `request`'s prompt and reply share (None: no limit known, so no history
+        is left out) less the room kept for the reply: `max_tokens`, or more where a grammar
+        forces a call's head and lets the call run past `max_tokens` to close. So: the most
+        tokens the prompt may have."""
+        context = self.context_tokens()
+        return None if context is None else context - request.sampling.max_tokens
+
+    async def count_prompt_tokens(self, request: GenerationRequest) -> int:
+        """The tokens of the prompt `request` renders to (its chat and tools, as this model
+        renders and tokenizes them). Called only where `reply_room` is not None."""
+        raise NotImplementedError(f"backend {type(self).__name__} cannot count tokens")
+
+    def count_tokens_now(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]] | None = None
+    ) -> int | None:
+        """The prompt tokens of a chat (offering `tools`), if they can be counted at once
+        (without loading weights or asking a server): for checks when an agent is made or its
+        params change. None: not now."""
+        return None
+
     def tool_call_family(self) -> ToolCallFamily:
         """The call markup this model emits, which picks the parser for its output."""
         return ToolCallFamily.GENERIC
 
     def tool_support_error(self) -> str | None:
-        """Why this model cannot render tools, or None if it can (R-T1)."""
+        """Why this model cannot render tools, or None if it can."""
         return None
 
     def default_tool_decision(self) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..graph.params import SamplingParams
+from ..graph.model_params import SamplingParams
 from ..tools.families import ToolCallFamily
 
 __all__ = [

@@ -9,12 +9,14 @@ The latest requests are kept for inspection.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..tools.families import ToolCallFamily
-from .base import GenerationRequest, GenerationResult, ModelBackend
+from .base import ChatMessage, GenerationRequest, GenerationResult, ModelBackend
 
 #: One scripted step: a reply text, an exception to raise, or a function of the request.
 ScriptItem = str | BaseException | Callable[[GenerationRequest], str]
@@ -31,6 +33,23 @@ def split_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+#: Tokens the mock counts for each message's role markers, as a chat template adds some.
+MESSAGE_TOKENS = 2
+
+
+def count_chat_tokens(messages: list[ChatMessage], tools: object = None) -> int:
+    """The mock's token count of a chat: its words (`split_tokens`), `MESSAGE_TOKENS` per
+    message, and the words of the tools' and calls' JSON."""
+    total = 0
+    for message in messages:
+        total += MESSAGE_TOKENS + len(split_tokens(str(message.get("content", ""))))
+        if message.get("tool_calls"):
+            total += len(split_tokens(json.dumps(message["tool_calls"])))
+    if tools:
+        total += len(split_tokens(json.dumps(tools)))
+    return total
+
+
 def echo_reply(request: GenerationRequest) -> str:
     """The default reply: echo the last user message."""
     for message in reversed(request.messages):
@@ -40,7 +59,11 @@ def echo_reply(request: GenerationRequest) -> str:
 
 
 class MockModel(ModelBackend):
-    """A scripted model: replies come from `script` in order, then from `fallback`."""
+    """A scripted model: replies come from `script` in order, then from `fallback`.
+
+    With `n_ctx` it has a context of that many tokens, counted as `count_chat_tokens` does,
+    and refuses a prompt that does not fit it, as a real model does; without, none.
+    """
 
     def __init__(
         self,
@@ -50,8 +73,12 @@ class MockModel(ModelBackend):
         fallback: Callable[[GenerationRequest], str] = echo_reply,
         renders_tools: bool = True,
         family: ToolCallFamily = ToolCallFamily.GENERIC,
+        n_ctx: int | None = None,
     ) -> None:
+        if n_ctx is not None and (not isinstance(n_ctx, int) or n_ctx < 1):
+            raise ValueError(f"n_ctx must be an int >= 1 or None, got {n_ctx!r}")
         self.name = name
+        self.n_ctx = n_ctx
         self.script: deque[ScriptItem] = deque(script)
         self.fallback = fallback
         self.renders_tools = renders_tools
@@ -73,6 +100,13 @@ class MockModel(ModelBackend):
     ) -> GenerationResult:
         """Play the next scripted reply, one token per loop iteration."""
         self.requests.append(request)
+        if self.n_ctx is not None:
+            prompt_tokens = count_chat_tokens(request.messages, request.tools)
+            if prompt_tokens >= self.n_ctx:
+                raise ValueError(
+                    f"model '{self.name}': the prompt is {prompt_tokens} tokens, which does not "
+                    f"fit its context of {self.n_ctx} tokens"
+                )
         item: ScriptItem = self.script.popleft() if self.script else self.fallback
         if isinstance(item, BaseException):
             raise item
@@ -92,6 +126,20 @@ class MockModel(ModelBackend):
             self.cancelled_generations += 1
             raise
         return GenerationResult("".join(produced), len(produced))
+
+    def context_tokens(self) -> int | None:
+        """`n_ctx`."""
+        return self.n_ctx
+
+    async def count_prompt_tokens(self, request: GenerationRequest) -> int:
+        """`count_chat_tokens` of the request's chat and tools."""
+        return count_chat_tokens(request.messages, request.tools)
+
+    def count_tokens_now(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]] | None = None
+    ) -> int | None:
+        """`count_chat_tokens`: the mock counts at once."""
+        return count_chat_tokens(messages, tools)
 
     def tool_call_family(self) -> ToolCallFamily:
         """The family the script's tool calls are written in."""

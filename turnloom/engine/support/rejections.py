@@ -29,7 +29,7 @@ class UnknownAgent(Rejection):
 
 class HeldElsewhere(Rejection):
     """Another worker sharing the store holds the agent (a session there has it, or its turn
-    is running there); it can be taken once that worker lets it go (R-R6)."""
+    is running there); it can be taken once that worker lets it go."""
 
 
 class UnknownNode(Rejection):
@@ -45,7 +45,8 @@ class InvalidParamValue(Rejection):
 
 
 class InvalidToolResults(Rejection):
-    """A `tool_results` batch does not fit the pending calls of the pause (R-T7)."""
+    """A `tool_results` batch does not fit the pending calls of the pause
+    (docs/reference/tools.md#tool-results-batches)."""
 
     def __init__(
         self, reason: str, expected: Iterable[str] = (), received: Iterable[str] | None = None

@@ -1,7 +1,7 @@
 """Tool-call arguments as the host receives them: strings, or values of the declared types.
 
-A parsed call holds whatever JSON the model wrote; the host gets every value as a string (the
-seeds' convention) and, beyond that, the values coerced to the types the tool declared. Like the
+A parsed call holds whatever JSON the model wrote; the host gets every value as a string (in
+`arguments_json`) and, beside them, the values coerced to the types the tool declared. Like the
 parser this never raises on model output: a value that does not convert is kept as written.
 """
 

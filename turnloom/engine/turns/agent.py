@@ -1,8 +1,9 @@
 """An agent: one conversation over a compiled graph, with its current turn.
 
-Every host operation is a trigger on the agent's current turn (R-S4): the table decides whether
+Every host operation is a trigger on the agent's current turn: the table decides whether
 it is legal (`check`), then the operation's argument guards run, then the trigger fires. A
-refused call raises a `Rejection` before touching anything, so it changes nothing (R-E1).
+refused call raises a `Rejection` before touching anything, so it changes nothing
+(docs/reference/turns.md#operations-are-triggers).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from ..support.rejections import AgentDestroyed, InvalidParamValue, UnknownNode
 from ..support.teardown import TEARDOWN_STEP_ITEMS, free_later
 from . import executor
 from .agent_tags import NO_TAGS
+from .dialog.history import check_fits
+from .dialog.projection import Interaction
 from .exchanges import check_batch, normalize_tool_results
-from .projection import Interaction
 from .results import AgentListener, Step, TurnResult, TurnStatus
 from .runtime import Runtime
 from .turn import Turn
@@ -32,7 +34,7 @@ from .turn import Turn
 log = get_logger("turnloom.agent")
 
 #: Statuses whose interaction joins the dialog. A cancelled or failed turn leaves no trace; a
-#: timed-out one keeps its partial interaction so the conversation stays intact (R-P5).
+#: timed-out one keeps its partial interaction so the conversation stays intact.
 KEPT_STATUSES = frozenset({TurnStatus.SUCCESS, TurnStatus.PAUSE_TIMED_OUT})
 
 
@@ -106,7 +108,7 @@ class AgentCore:
         return self._rng
 
     def next_call_id(self) -> str:
-        """A tool call id, `c%08x`, unique for the agent's lifetime (R-T5)."""
+        """A tool call id, `c%08x`, unique for the agent's lifetime."""
         self.call_seq += 1
         return f"c{self.call_seq - 1:08x}"
 
@@ -120,7 +122,7 @@ class AgentCore:
             log.exception("listener.failed", agent_id=self.agent_id, callback=method)
 
     def turn_completed(self, turn: Turn, result: TurnResult) -> None:
-        """Book the one completion of `turn` (R-S3): dialog, a fresh idle turn, the host told."""
+        """Book the one completion of `turn`: dialog, a fresh idle turn, the host told."""
         if result.status in KEPT_STATUSES:
             self.dialog.append(turn.interaction)
         self.turn = Turn()
@@ -188,6 +190,10 @@ class AgentCore:
 
     def set_params(self, node_name: str, proposed: NodeParams) -> None:
         """Make checked params (`proposed_params`) the node's own: the `edit` trigger."""
+        if proposed.uses_model:
+            backend = self.runtime.models.get(self.graph.model_for(proposed))
+            if backend is not None:
+                check_fits(f"agent {self.agent_id}: change_params", node_name, proposed, backend)
         fire(self.turn, Trigger.EDIT)
         if self.params is self.graph.nodes:
             self.params = dict(self.graph.nodes)

@@ -1,7 +1,8 @@
 """Tool exchanges in the dialog: call and result messages, and the checks on a results batch.
 
 Every call the model is shown is followed by its result, whatever the disposition, so later
-prompts stay well-formed for the model's chat template (R-T3).
+prompts stay well-formed for the model's chat template
+(docs/reference/tools.md#every-call-gets-its-result).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..support.guards import brief, some
 from ..support.rejections import InvalidToolResults
 from .results import PauseInfo, ToolCallEvent, ToolResult
 
-#: Most results one resume may carry (R-T7, beyond the seeds). A batch names each pending call
+#: Most results one resume may carry. A batch names each pending call
 #: once, so a valid batch is as long as its pause's calls; anything longer is refused (3016)
 #: before a single item is read, so a huge batch costs its sender and nobody else.
 MAX_TOOL_RESULTS_PER_BATCH = 4096
@@ -119,7 +120,8 @@ def check_batch(
     max_result_bytes: int,
     max_batch_bytes: int,
 ) -> dict[str, str]:
-    """Validate a resume's results against the pause (R-T7); return results by call id.
+    """Validate a resume's results against the pause (docs/reference/tools.md#tool-results-batches);
+    return results by call id.
 
     Linear in the batch and the pending calls: a batch is refused in time proportional to its
     size, whatever it holds.

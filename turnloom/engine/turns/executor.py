@@ -268,9 +268,9 @@ def resume(
 
 def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
     """The deadline of `turn`'s pause number `seq` has come: time it out, unless that pause
-    has already ended (the resume won the race, R-P8)."""
+    has already ended (the resume won the race: docs/reference/pauses.md#races)."""
     if not is_legal(turn.state, Trigger.TIME_OUT) or turn.pause is None or turn.pause.seq != seq:
-        return  # the resume won the race (R-P8)
+        return  # the resume won the race
     fire(turn, Trigger.TIME_OUT)  # the table picks resuming or pause_timed_out
     pause = _end_pause(agent, turn)
     if turn.debug_nodes is not None and pause.debug_index is not None:
@@ -307,7 +307,8 @@ def cancel(agent: TurnOwner, turn: Turn) -> None:
 
 
 def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None) -> None:
-    """Report the one completion of a turn that reached a terminal state (R-S3)."""
+    """Report the one completion of a turn that reached a terminal state
+    (docs/reference/turns.md#one-completion-per-turn)."""
     if turn.result is not None:
         return
     for timer in turn.timers:

@@ -18,8 +18,8 @@ from ..graph.builder import CompiledGraph
 from ..graph.params import CannedResponseParams, NodeParams, PauseParams
 from ..inference.base import ModelBackend
 from ..support.clock import Clock
+from .dialog.projection import Interaction
 from .nodes import RUNNERS, NodeOutcome
-from .projection import Interaction
 from .results import InferenceFailed, ToolCallEvent, TurnFailure, TurnResult
 from .runtime import GenerationMeter, Runtime
 from .turn import Turn

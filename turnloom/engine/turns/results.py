@@ -8,7 +8,7 @@ from typing import Any
 
 
 class TurnStatus(enum.StrEnum):
-    """How a turn ended (R-D2)."""
+    """How a turn ended (docs/reference/streaming.md#completion-fields)."""
 
     SUCCESS = "success"
     ERROR = "error"
@@ -29,16 +29,17 @@ class InferenceTimeout(TurnFailure):
 
 
 class MaxStepsExceeded(TurnFailure):
-    """The turn walked more nodes than `max_steps_per_turn` allows (R-G5)."""
+    """The turn walked more nodes than `max_steps_per_turn` allows (4003)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallEvent:
-    """A detected call of a declared tool, as the host sees it (R-T4)."""
+    """A detected call of a declared tool, as the host sees it
+    (docs/reference/tools.md#tool-call-events)."""
 
     call_id: str
     tool_name: str
-    #: The arguments as a JSON object whose values are all strings (as in the seeds).
+    #: The arguments as a JSON object whose values are all strings.
     arguments_json: str
     node_name: str
     #: The node's disposition (a `ToolCallDisposition` value).
@@ -49,7 +50,8 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True)
 class PauseInfo:
-    """Where a turn is paused: the node that paused and the exit it would take (R-P2)."""
+    """Where a turn is paused: the node that paused and the exit it would take
+    (docs/reference/pauses.md#when-the-pause-happens)."""
 
     node_name: str
     #: The exit route a plain resume takes, e.g. "default" or "tool_called".
@@ -66,7 +68,7 @@ class PauseInfo:
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    """The one completion of a turn (R-S3, R-D2)."""
+    """The one completion of a turn (docs/reference/streaming.md#completion-fields)."""
 
     turn_id: int
     status: TurnStatus
@@ -126,16 +128,16 @@ class AgentListener:
     """
 
     def on_paused(self, agent_id: int, info: PauseInfo, awaited: bool) -> None:
-        """The turn paused (R-P2); `awaited` when a caller is waiting for this step."""
+        """The turn paused; `awaited` when a caller is waiting for this step."""
 
     def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
         """A paused turn was resumed, plainly ('' resume_node), by jump, or by timeout."""
 
     def on_answer_text(self, agent_id: int, text: str, is_delta: bool, is_final: bool) -> None:
-        """A chunk of reply text (R-D1)."""
+        """A chunk of reply text (docs/reference/streaming.md#answer-text-chunks)."""
 
     def on_tool_call(self, agent_id: int, event: ToolCallEvent) -> None:
-        """A ToolCall node with a notifying disposition detected a call (R-T3)."""
+        """A ToolCall node with a notifying disposition detected a call."""
 
     def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
         """The turn reached a terminal state (exactly once per turn)."""

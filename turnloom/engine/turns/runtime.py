@@ -44,15 +44,16 @@ class EngineSettings:
     agent, so they fail the way any Python constructor does, not with an error code.)
     """
 
-    #: Warn once when a pause outlives this (R-P6); 0 disables the warning.
+    #: Warn once when a pause outlives this (docs/reference/pauses.md#stall-warning); 0 disables
+    #: the warning.
     pause_stall_warn_ms: int = param(
         15_000, min=0, max=MAX_TIMEOUT_MS, doc="warn once when a pause outlives this; 0 = never"
     )
-    #: Largest single tool result, in bytes of UTF-8 (R-T7).
+    #: Largest single tool result, in bytes of UTF-8 (docs/reference/tools.md#tool-results-batches).
     max_tool_result_bytes: int = param(
         64 * 1024, min=0, max=MAX_BYTES, doc="largest single tool result, bytes of UTF-8"
     )
-    #: Largest tool_results batch, in bytes of UTF-8 (R-T7).
+    #: Largest tool_results batch, in bytes of UTF-8.
     max_tool_batch_bytes: int = param(
         512 * 1024, min=0, max=MAX_BYTES, doc="largest tool_results batch, bytes of UTF-8"
     )
@@ -85,7 +86,7 @@ class Runtime:
         self.error_code_of = error_code_of
         self._turn_ids = itertools.count(1)
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
-        #: Warns about pauses nobody attends (R-P6).
+        #: Warns about pauses nobody attends.
         self.stall_watch = StallWatch(self.clock, self.settings.pause_stall_warn_ms)
         #: Consulted before every inference and told what it cost; None = nothing to meter.
         self.meter: GenerationMeter | None = None

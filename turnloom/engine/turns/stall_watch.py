@@ -1,4 +1,5 @@
-"""The pause stall warning (R-P6): one clock timer per engine, not one per paused turn.
+"""The pause stall warning (docs/reference/pauses.md#stall-warning): one clock timer per engine,
+not one per paused turn.
 
 Every pause is watched for the same delay (`EngineSettings.pause_stall_warn_ms`), so the
 deadlines fall due in the order the pauses started. A FIFO of (agent, turn, pause) with one

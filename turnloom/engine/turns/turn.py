@@ -8,7 +8,7 @@ from typing import Any
 
 from ...states import INITIAL_STATE, TurnState
 from ..support.clock import TimerHandle
-from .projection import Interaction
+from .dialog.projection import Interaction
 from .results import PauseInfo, Step, TurnResult
 
 
@@ -29,7 +29,7 @@ class Turn:
     """One walk of the graph for one user message. Small on purpose: 100k may be paused at once.
 
     An agent always has a current turn: a fresh one is `idle` (no id, no interaction yet) until
-    `begin` gives it both and the `start` trigger fires (R-S4).
+    `begin` gives it both and the `start` trigger fires.
     """
 
     __slots__ = (

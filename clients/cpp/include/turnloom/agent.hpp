@@ -1,4 +1,4 @@
-// Agent: one agent on the server, as the Python client's Agent and the seeds' C++ AgentProxy.
+// Agent: one agent on the server, as the Python client's Agent, with AgentProxy-style calls.
 //
 // Every call has a blocking form returning Result<T> and an *Async form returning Future<T>
 // (wait with Get, or pass a completion callback to Then). Callbacks run on the client's reader

@@ -1,8 +1,9 @@
-"""Stores for durable agents (SPEC R-R3): where an engine writes each agent's snapshot.
+"""Stores for durable agents: where an engine writes each agent's snapshot
+(docs/reference/durability.md#stores).
 
 `Store` is the interface; `SQLiteStore` (one file, the embedded default) and `RedisStore`
 (shared by several processes; needs the `redis` extra) implement it. `open_store` turns what a
-host passes as `store=` into one.
+host passes as `store=` into one. A store knows nothing of agents: it keeps bytes.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 An engine with a store writes an agent's whole snapshot at the moments that matter (its turn
 paused, its turn completed, its params changed, it was created or restored) and deletes it when
 the agent is destroyed. Each write replaces the agent's previous one atomically, so a crash at
-any instant leaves every agent at its last complete write (R-R3, R-R4). Writes happen on the
+any instant leaves every agent at its last complete write. Writes happen on the
 engine loop, before the host hears of the event they record: a pause the host saw is stored.
 
-A `SharedStore` is one several processes (workers) use at once (R-R6, R-X6). There an engine
+A `SharedStore` is one several processes (workers) use at once. There an engine
 holds a lease on every agent it has in memory, and only the holder may write the agent; see
 `engine/leases.py` for how the leases are kept and how pause deadlines fire exactly once.
 """

@@ -3,7 +3,7 @@
 
 Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot
 and its deadline index only if this worker holds the agent, so every agent is always at its
-last complete write by its holder (R-R4, R-R6). Loading walks the agents with `HSCAN` in
+last complete write by its holder. Loading walks the agents with `HSCAN` in
 batches and claims each batch in one script.
 """
 

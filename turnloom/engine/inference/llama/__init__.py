@@ -3,7 +3,9 @@
 One module per job: `chat_template` (rendering and the tool-support probe), `grammar`
 (constrained tool calls), `native` (llama.cpp's log, vocabulary and instances), `streaming` (the
 token loop and its text on the way to the engine loop) and `model` (`LlamaModel`, which ties
-them together). This package offers the names the rest of turnloom and its tests use.
+them together), with `scoring` and `counting` as its mixins. This package offers the names
+the rest of turnloom and its tests use. Like all of `inference`, it may import `tools`, `graph`
+and `support`.
 """
 
 from .chat_template import ChatTemplate, probe_chat_template

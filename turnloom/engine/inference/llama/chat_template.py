@@ -1,4 +1,5 @@
-"""Chat templates of the llama backend: rendering a chat, and the tool-support probe (R-T1).
+"""Chat templates of the llama backend: rendering a chat, and the tool-support probe
+(docs/reference/tools.md#creation-probe).
 
 A GGUF carries its Jinja chat template in its metadata (and sometimes a second one for tool use);
 the catalog may override it. A template is user data, so whether it can offer tools and show

@@ -21,7 +21,7 @@ from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...graph.params import SamplingParams
+from ...graph.model_params import SamplingParams
 from ...support.logs import get_logger
 from ...tools.families import ToolCallFamily, detect_family
 from ..base import ChatMessage, GenerationRequest, GenerationResult, ModelBackend
@@ -34,6 +34,7 @@ from .chat_template import (
     probe_chat_template,
     uses_tools,
 )
+from .counting import PromptBudget, TokenCounter
 from .grammar import ToolCallGrammar, string_caps, tool_call_grammar
 from .native import Instance, Vocab, check_gguf, load_llama, read_vocab_only, require_llama_cpp
 from .scoring import LikelihoodScoring
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 log = get_logger("turnloom.llama")
 
 
-class LlamaModel(LikelihoodScoring, ModelBackend):
+class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
     """A GGUF model run by llama-cpp-python, loaded lazily, on `instances` worker threads.
 
     A path that is not a readable GGUF is refused here, not at the first turn (see `check_gguf`).
@@ -111,6 +112,8 @@ class LlamaModel(LikelihoodScoring, ModelBackend):
         self._grammars: dict[tuple[Any, ...], tuple[ToolCallGrammar, Any]] = {}
         self._support_error: tuple[str | None] | None = None
         self._instances = [Instance(self.name, i, self._load_llama) for i in range(instances)]
+        self._counter = TokenCounter(self.name, self.model_path)
+        self._reserves: dict[tuple[str, int], int] = {}
         if not callable(entry.path):  # a resolver (the default model's) may write a file: later
             self.model_path()
 
@@ -152,6 +155,7 @@ class LlamaModel(LikelihoodScoring, ModelBackend):
         """Stop the worker threads and free the models (the object is unusable after)."""
         for inst in self._instances:
             inst.close()
+        self._counter.close()
 
     def _load_llama(self, inst: Instance) -> Llama:
         llm, vocab = load_llama(inst, self.model_path(), self.entry)
@@ -212,7 +216,7 @@ class LlamaModel(LikelihoodScoring, ModelBackend):
             return ToolCallFamily.GENERIC
 
     def tool_support_error(self) -> str | None:
-        """Why its template cannot serve tool calls (R-T1, `probe_chat_template`), or None."""
+        """Why its template cannot serve tool calls (`probe_chat_template`), or None."""
         if self._support_error is None:
             try:
                 reason = probe_chat_template(self.template_source(True), self.tool_call_family())
@@ -253,11 +257,14 @@ class LlamaModel(LikelihoodScoring, ModelBackend):
         # created, and engine ids are sequential, so agents spread evenly.
         return agent_id % len(self._instances)
 
-    def _tokenize_prompt(self, llm: Llama, prompt: str) -> list[int]:
+    def _adds_bos(self, prompt: str) -> bool:
         vocab = self._vocab_info()
         # The template writes BOS itself when it starts with bos_token: adding one more would
         # give the model a doubled BOS it never saw in training.
-        add_bos = vocab.add_bos and not (vocab.bos_text and prompt.startswith(vocab.bos_text))
+        return vocab.add_bos and not (vocab.bos_text and prompt.startswith(vocab.bos_text))
+
+    def _tokenize_prompt(self, llm: Llama, prompt: str) -> list[int]:
+        add_bos = self._adds_bos(prompt)
         return list(llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True))
 
     def tokenize(self, text: str) -> list[int]:

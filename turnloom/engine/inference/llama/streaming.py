@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...graph.params import SamplingParams
+from ...graph.model_params import SamplingParams
 from ..base import GenerationRequest
 from .native import Instance
 from .specials import detokenize

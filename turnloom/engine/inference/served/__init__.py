@@ -4,7 +4,8 @@ One module per job: `kinds` (the engines and the request body each takes), `tran
 pooled HTTP client, bounded retries, the SSE completion stream and its errors) and `model`
 (`ServedModel`, which renders prompts with the llama backend's templates and grammars and
 streams replies into the same `Reply`). Needs the `served` extra (httpx, httpx-sse)
-and, for chat templates and grammars, llama-cpp-python's Python side.
+and, for chat templates and grammars, llama-cpp-python's Python side (`inference.llama`).
+`counting` is the history budget's part.
 """
 
 from .errors import ServedModelError

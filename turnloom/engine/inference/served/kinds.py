@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ...graph.params import SamplingParams
+from ...graph.model_params import SamplingParams
 
 
 class ServerKind(StrEnum):

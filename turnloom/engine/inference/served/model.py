@@ -2,9 +2,10 @@
 
 The chat is rendered here, by the same `ChatTemplate` as a local model, and sent as a plain
 prompt to `/v1/completions`, so the tool probe, the call parsers and the tool-call grammars are
-the llama backend's own (SPEC R-X2). The reply streams back over SSE into the same `Reply` the
-local token loop feeds (stop strings, the lazy grammar's trigger, held-back text), and each
-chunk counts as a token in the request's progress as it arrives.
+the llama backend's own (docs/reference/serving.md#prompts-are-rendered-locally). The reply
+streams back over SSE into the same `Reply` the local token loop feeds (stop strings, the lazy
+grammar's trigger, held-back text), and each chunk counts as a token in the request's progress
+as it arrives.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..catalog import CatalogEntry, ToolGrammar, catalog_entry
 from ..llama.chat_template import CHATML_FALLBACK, ChatTemplate, probe_chat_template
 from ..llama.grammar import ToolCallGrammar, call_skeletons, string_caps, tool_call_grammar
 from ..llama.streaming import GenerationStats, Reply
+from .counting import ServedBudget
 from .errors import ServedModelError, require_http
 from .kinds import Completion, ServerKind, completion_body, token_count, tokenize_request
 from .run import Run
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 log = get_logger("turnloom.served")
 
 
-class ServedModel(ModelBackend):
+class ServedModel(ServedBudget, ModelBackend):
     """A model served by llama.cpp, llama-cpp-python, vLLM or another OpenAI-compatible engine.
 
     `entry` (a `CatalogEntry` or a catalog name) supplies what a local model's GGUF would: the
@@ -47,7 +49,9 @@ class ServedModel(ModelBackend):
     use (default: the entry's, else `model`); `server_kind` picks the request fields (see
     `ServerKind`); `bos_token`/`eos_token` are the texts the template renders for them (default:
     the server's `/props`, else ""); `slots` is llama.cpp's slot count (default: its `/props`);
-    `retries` bounds the resending of a request none of whose reply has arrived.
+    `retries` bounds the resending of a request none of whose reply has arrived. `n_ctx` is
+    the context one agent's prompt and reply share (default: llama.cpp's `/props`; elsewhere
+    unknown, and then no history is left out of a prompt).
     """
 
     def __init__(
@@ -67,6 +71,7 @@ class ServedModel(ModelBackend):
         bos_token: str | None = None,
         eos_token: str | None = None,
         slots: int | None = None,
+        n_ctx: int | None = None,
         retries: int = 2,
         connect_timeout: float = 5.0,
         read_timeout: float | None = 300.0,
@@ -98,6 +103,10 @@ class ServedModel(ModelBackend):
             )
         if slots is not None and (not isinstance(slots, int) or slots < 1):
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
+        if n_ctx is not None and (not isinstance(n_ctx, int) or n_ctx < 1):
+            raise ValueError(f"n_ctx must be an int >= 1, got {n_ctx!r}")
+        self._n_ctx = n_ctx
+        self._counts_tokens: bool | None = None
         self.name = self.entry.name
         #: Grammar-constrained tool calls; may be changed between generations.
         self.tool_grammar = self.entry.tool_grammar
@@ -213,7 +222,7 @@ class ServedModel(ModelBackend):
             return ToolCallFamily.GENERIC
 
     def tool_support_error(self) -> str | None:
-        """Why its template cannot serve tool calls (R-T1), or None. A server that cannot be
+        """Why its template cannot serve tool calls, or None. A server that cannot be
         reached for its template is a reason too, not remembered (it may come up later)."""
         if self._support_error is not None:
             return self._support_error[0]

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...graph.params import SamplingParams
+from ...graph.model_params import SamplingParams
 from ..base import GenerationRequest
 from ..llama.streaming import GenerationStats, Reply
 from .kinds import Completion

@@ -1,4 +1,5 @@
-"""Node executors, one module per node type, and the registry that maps params to them."""
+"""Node executors, one module per node type (and the ToolCall node's `score_decision`), and the
+registry that maps params to them. They may import the rest of `turns` and the rooms below."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from ...graph.params import NodeParams
 from ...inference.base import GenerationRequest, GenerationResult, ModelBackend
 from ...support.clock import Clock
-from ..projection import Interaction
+from ..dialog.projection import Interaction
 from ..results import InferenceTimeout, ToolCallEvent
 from ..runtime import GenerationMeter
 
@@ -82,7 +82,7 @@ class NodeContext(Protocol):
         ...
 
     def next_call_id(self) -> str:
-        """A call id unique for the agent's lifetime (R-T5)."""
+        """A call id unique for the agent's lifetime (docs/reference/tools.md#call-ids)."""
         ...
 
     def emit_tool_call(self, event: ToolCallEvent) -> None:

@@ -1,4 +1,4 @@
-"""The Pause node: a no-op checkpoint after which the turn always pauses (R-P1)."""
+"""The Pause node: a no-op checkpoint after which the turn always pauses."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ToolCall node: offer tools through the model's template, detect calls, apply the
-disposition (R-T2, R-T3, R-T5, R-T6).
+disposition (docs/reference/tools.md).
 
 The call is found one of two ways (`decision`): parsed from what the model generated, or
 chosen by likelihood (`tool_decision`, for models too small to write calls). Both end in a
@@ -9,14 +9,16 @@ chosen by likelihood (`tool_decision`, for models too small to write calls). Bot
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ...graph.params import Placement, ToolCallDisposition, ToolCallMode, ToolCallParams
 from ...inference.base import GenerationRequest
 from ...tools.arguments import arguments_as_strings, coerce_arguments
 from ...tools.parsing import ParseOutcome, parse_tool_calls
+from ..dialog.history import fit_history
+from ..dialog.projection import Interaction, project_chat
 from ..exchanges import call_message, result_message
-from ..projection import project_chat
 from ..results import ToolCallEvent
 from .base import NodeContext, NodeOutcome, generate_within_budget
 from .score_decision import decide_by_score, resolve_decision
@@ -24,14 +26,21 @@ from .score_decision import decide_by_score, resolve_decision
 
 async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome:
     """Generate with the node's tools; exit `tool_called` if a declared tool was called."""
-    messages = project_chat(
-        ctx.dialog,
-        ctx.interaction,
-        system_prompt=params.system_prompt,
-        prompt_text=ctx.interaction.user_message,
-        placement=Placement.InPlaceOfUser,
-    )
+
+    def request(
+        dialog: Sequence[Interaction], tools: list[dict[str, Any]] | None = None
+    ) -> GenerationRequest:
+        messages = project_chat(
+            dialog,
+            ctx.interaction,
+            system_prompt=params.system_prompt,
+            prompt_text=ctx.interaction.user_message,
+            placement=Placement.InPlaceOfUser,
+        )
+        return GenerationRequest(messages, params.sampling, tools, agent_id=ctx.agent_id)
+
     backend = ctx.backend(params)
+    history: dict[str, Any] | None = None
     decision, fallback = resolve_decision(params.decision, backend, params.tools)
     if decision == "score":
         meter = ctx.meter
@@ -45,18 +54,24 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
         if not parsed.calls and params.mode is ToolCallMode.CallOrAnswer:
             # Nothing was generated to answer with: the answer is a plain reply (no tools
             # offered, so no call to drop; any markup it writes is dropped all the same).
-            reply = await generate_within_budget(
-                ctx, backend, GenerationRequest(messages, params.sampling, agent_id=ctx.agent_id)
+            answer, history = await fit_history(
+                backend, params.history, ctx.dialog, ctx.node_state(), request
             )
+            reply = await generate_within_budget(ctx, backend, answer)
             ctx.add_tokens(reply.tokens)
             tokens = reply.tokens
             text = parse_tool_calls(reply.text, backend.tool_call_family()).residual_text
             parsed = ParseOutcome((), text, ())
     else:
         tools = [tool.json_schema() for tool in params.tools]
-        generated = await generate_within_budget(
-            ctx, backend, GenerationRequest(messages, params.sampling, tools, agent_id=ctx.agent_id)
+        offer, history = await fit_history(
+            backend,
+            params.history,
+            ctx.dialog,
+            ctx.node_state(),
+            lambda dialog: request(dialog, tools),
         )
+        generated = await generate_within_budget(ctx, backend, offer)
         ctx.add_tokens(generated.tokens)
         tokens = generated.tokens
         parsed = parse_tool_calls(generated.text, backend.tool_call_family())
@@ -77,6 +92,8 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
     }
     if fallback:
         diagnostics["score_unavailable"] = fallback
+    if history is not None:
+        diagnostics["history"] = history
     calls = [call for call in parsed.calls if call.name in declared]
     if not calls:
         diagnostics["exit"] = "no_tool_called"

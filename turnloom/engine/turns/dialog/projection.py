@@ -9,9 +9,9 @@ from typing import Any
 
 import pystache
 
-from ..graph.params import Placement
-from ..graph.prompt_template import TEMPLATE_VARIABLES
-from ..inference.base import ChatMessage
+from ...graph.params import Placement
+from ...graph.prompt_template import TEMPLATE_VARIABLES
+from ...inference.base import ChatMessage
 
 # Prompts are not HTML: substitute text exactly as given.
 _RENDERER = pystache.Renderer(escape=lambda text: text, missing_tags="ignore")
@@ -23,6 +23,8 @@ class Interaction:
 
     user_message: str
     messages: list[ChatMessage] = field(default_factory=list)
+    #: Never left out of a prompt by the history budget (`history`).
+    pinned: bool = False
 
 
 @functools.lru_cache(maxsize=512)

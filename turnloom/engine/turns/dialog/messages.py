@@ -13,14 +13,15 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..inference.base import ChatMessage
-from ..support.guards import brief
-from ..support.rejections import InvalidParamValue
+from ...inference.base import ChatMessage
+from ...support.guards import brief
+from ...support.rejections import InvalidParamValue
 from .projection import Interaction
 
-#: The keys a message may have, by role. `role` and `content` are required everywhere.
+#: The keys a message may have, by role. `role` and `content` are required everywhere. A user
+#: message's `pinned: True` pins its exchange: the history budget never leaves it out.
 _KEYS = {
-    "user": frozenset({"role", "content"}),
+    "user": frozenset({"role", "content", "pinned"}),
     "assistant": frozenset({"role", "content", "tool_calls"}),
     "tool": frozenset({"role", "content", "tool_call_id", "name"}),
 }
@@ -31,7 +32,10 @@ def dialog_to_messages(dialog: Sequence[Interaction], *, copied: bool = True) ->
     serializer that only reads them) the engine's own message objects."""
     messages: list[ChatMessage] = []
     for interaction in dialog:
-        messages.append({"role": "user", "content": interaction.user_message})
+        user: ChatMessage = {"role": "user", "content": interaction.user_message}
+        if interaction.pinned:
+            user["pinned"] = True
+        messages.append(user)
         messages.extend(copy.deepcopy(interaction.messages) if copied else interaction.messages)
     return messages
 
@@ -67,6 +71,8 @@ def _message_error(message: Any) -> str | None:
         return f"a {role} message has no key(s) {brief(odd)} (it takes {sorted(keys)})"
     if not isinstance(message.get("content"), str):
         return f"'content' must be a string, got {type(message.get('content')).__name__}"
+    if not isinstance(message.get("pinned", False), bool):
+        return f"'pinned' must be a bool, got {type(message.get('pinned')).__name__}"
     if "tool_calls" in message:
         return _tool_calls_error(message["tool_calls"])
     if role == "tool":
@@ -90,7 +96,7 @@ def dialog_from_messages(messages: Any, where: str, *, copied: bool = True) -> l
         if error:
             raise InvalidParamValue(f"{where}: dialog message {index} {error}")
         if message["role"] == "user":
-            dialog.append(Interaction(message["content"]))
+            dialog.append(Interaction(message["content"], pinned=message.get("pinned", False)))
             continue
         if not dialog:
             raise InvalidParamValue(

@@ -85,17 +85,18 @@ async def fit_history(
 
     Raises `InferenceFailed` (4001), naming both sizes, when nothing can make it fit.
     """
-    full = build(dialog)
     if not history.trim:
-        return full, None
-    room = await backend.reply_room(full)
+        return build(dialog), None
+    # The reply's room depends on the sampling and the tools, not on the dialog.
+    bare = build(())
+    room = await backend.reply_room(bare)
     if room is None:
-        return full, None
+        return build(dialog), None
     budget = min(room, history.max_prompt_tokens) if history.max_prompt_tokens else room
     if budget <= 0:
         raise InferenceFailed(
             f"model '{backend.name}': its context of {backend.context_tokens()} tokens leaves "
-            f"no room for a prompt after the reply's {full.sampling.max_tokens} max_tokens"
+            f"no room for a prompt after the reply's {bare.sampling.max_tokens} max_tokens"
         )
     requests: dict[int, tuple[GenerationRequest, int]] = {}
     counts: dict[int, int] = {}

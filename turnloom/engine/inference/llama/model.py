@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -26,6 +25,7 @@ from ...support.logs import get_logger
 from ...tools.families import ToolCallFamily, detect_family
 from ..base import ChatMessage, GenerationRequest, GenerationResult, ModelBackend
 from ..catalog import DEFAULT_MODEL, CatalogEntry, PathSource, ToolGrammar, catalog_entry
+from .batching import DEFAULT_SEQUENCES, MAX_SEQUENCES, BatchedDecoder
 from .chat_template import (
     CHATML_FALLBACK,
     TEMPLATE_KEY,
@@ -35,21 +35,29 @@ from .chat_template import (
     uses_tools,
 )
 from .counting import PromptBudget, TokenCounter
+from .generation import Replies, drive_alone
 from .grammar import ToolCallGrammar, string_caps, tool_call_grammar
+from .kept import DEFAULT_KEPT_MB
 from .native import Instance, Vocab, check_gguf, load_llama, read_vocab_only, require_llama_cpp
 from .scoring import LikelihoodScoring
-from .streaming import DeltaRelay, GenerationStats, Job, Reply, sample
+from .streaming import DeltaRelay, GenerationStats, Job
 
 if TYPE_CHECKING:
-    from llama_cpp import Llama, LlamaGrammar
+    from llama_cpp import Llama
 
 log = get_logger("turnloom.llama")
 
 
-class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
-    """A GGUF model run by llama-cpp-python, loaded lazily, on `instances` worker threads.
+class LlamaModel(Replies, PromptBudget, LikelihoodScoring, ModelBackend):
+    """A GGUF model run by llama-cpp-python, loaded lazily.
 
-    A path that is not a readable GGUF is refused here, not at the first turn (see `check_gguf`).
+    By default one context decodes up to `sequences` (4) agents' generations together
+    (continuous batching, see `batching`): each agent may use the whole `n_ctx`, the context
+    holds `sequences x n_ctx` KV cells, and an agent's cached prompt stays while there is room.
+    `instances=N` (with `sequences=1`, its default then) runs N contexts of one sequence each on
+    N worker threads instead. `kept_prompts_mb` caps the host memory that keeps the cached
+    prompts of agents whose sequence went to another (0: none kept). A path that is not a
+    readable GGUF is refused here, not at the first turn (see `check_gguf`).
     """
 
     def __init__(
@@ -65,6 +73,8 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
         stop: Sequence[str] = (),
         llama_options: Mapping[str, Any] | None = None,
         instances: int = 1,
+        sequences: int | None = None,
+        kept_prompts_mb: int = DEFAULT_KEPT_MB,
     ) -> None:
         if name is None:
             name = Path(model_path).stem if isinstance(model_path, str | Path) else "llama"
@@ -79,11 +89,18 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
             stop=tuple(stop),
             llama_options=llama_options or {},
         )
-        self._setup(entry, instances)
+        self._setup(entry, instances, sequences, kept_prompts_mb)
 
     @classmethod
     def from_catalog(
-        cls, catalog_name: str = DEFAULT_MODEL, /, *, instances: int = 1, **overrides: Any
+        cls,
+        catalog_name: str = DEFAULT_MODEL,
+        /,
+        *,
+        instances: int = 1,
+        sequences: int | None = None,
+        kept_prompts_mb: int = DEFAULT_KEPT_MB,
+        **overrides: Any,
     ) -> LlamaModel:
         """The catalog's model `catalog_name`, with `CatalogEntry` fields overridden (`name=`
         renames it for graphs; `chat_template=` re-detects family and grammar, as `replace`)."""
@@ -91,12 +108,25 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
         if overrides:
             entry = entry.replace(**overrides)
         model = cls.__new__(cls)
-        model._setup(entry, instances)
+        model._setup(entry, instances, sequences, kept_prompts_mb)
         return model
 
-    def _setup(self, entry: CatalogEntry, instances: int) -> None:
+    def _setup(
+        self, entry: CatalogEntry, instances: int, sequences: int | None, kept_prompts_mb: int
+    ) -> None:
         if not isinstance(instances, int) or instances < 1:
             raise ValueError(f"instances must be an int >= 1, got {instances!r}")
+        if sequences is None:  # several instances are the one-sequence-per-context path
+            sequences = DEFAULT_SEQUENCES if instances == 1 else 1
+        if not isinstance(sequences, int) or not 1 <= sequences <= MAX_SEQUENCES:
+            raise ValueError(f"sequences must be an int in 1 … {MAX_SEQUENCES}, got {sequences!r}")
+        if sequences > 1 and instances > 1:
+            raise ValueError(
+                f"sequences={sequences} decodes agents together in one context; instances="
+                f"{instances} gives each its own: pick one (sequences=1 for instances)"
+            )
+        if not isinstance(kept_prompts_mb, int) or kept_prompts_mb < 0:
+            raise ValueError(f"kept_prompts_mb must be an int >= 0, got {kept_prompts_mb!r}")
         require_llama_cpp()
         entry.check_sampling()
         self.entry = entry
@@ -109,9 +139,19 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
         self._path: Path | None = None
         self._vocab: Vocab | None = None
         self._templates: dict[bool, ChatTemplate] = {}
-        self._grammars: dict[tuple[Any, ...], tuple[ToolCallGrammar, Any]] = {}
+        self._grammars: dict[tuple[Any, ...], ToolCallGrammar] = {}
         self._support_error: tuple[str | None] | None = None
-        self._instances = [Instance(self.name, i, self._load_llama) for i in range(instances)]
+        # Each instance keeps the prompts of the agents it serves, within its share of the cap.
+        kept = (kept_prompts_mb << 20) // instances
+        self._instances = [Instance(self.name, i, self._load_llama, kept) for i in range(instances)]
+        #: With `sequences` > 1, every generation is decoded in one batched context.
+        self._batcher = (
+            BatchedDecoder(
+                self.name, self._instances[0], sequences, entry.n_ctx, kept, self._generation
+            )
+            if sequences > 1
+            else None
+        )
         self._counter = TokenCounter(self.name, self.model_path)
         self._reserves: dict[tuple[str, int], int] = {}
         if not callable(entry.path):  # a resolver (the default model's) may write a file: later
@@ -153,6 +193,8 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
 
     def close(self) -> None:
         """Stop the worker threads and free the models (the object is unusable after)."""
+        if self._batcher is not None:
+            self._batcher.close()
         for inst in self._instances:
             inst.close()
         self._counter.close()
@@ -227,11 +269,8 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
 
     def _grammar_for(
         self, inst: Instance, tools: Sequence[Mapping[str, Any]], max_tokens: int
-    ) -> tuple[ToolCallGrammar, LlamaGrammar]:
-        from llama_cpp import LlamaGrammar
-
-        llm = inst.llama
-        assert llm is not None
+    ) -> ToolCallGrammar:
+        llm = inst.ensure_loaded()
         family = self.tool_call_family()
         caps = string_caps(
             tools,
@@ -243,8 +282,7 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
         with self._lock:
             cached = self._grammars.get(key)
         if cached is None:
-            spec = tool_call_grammar(tools, family, caps)
-            cached = (spec, LlamaGrammar.from_string(spec.gbnf, verbose=False))
+            cached = tool_call_grammar(tools, family, caps)
             with self._lock:
                 self._grammars[key] = cached
         return cached
@@ -291,7 +329,10 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
         # Every piece the worker relays also brings the turn's token count up to date.
         relay = request.progress.tracking(lambda: job.stats.tokens, on_delta)
         job.emit = DeltaRelay(loop, relay, job.cancelled).emit
-        future = self._instances[index].executor.submit(self._run, self._instances[index], job)
+        if self._batcher is not None:
+            future = self._batcher.submit(job)
+        else:
+            future = self._instances[index].executor.submit(self._run, self._instances[index], job)
         try:
             stats = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -307,81 +348,10 @@ class LlamaModel(PromptBudget, LikelihoodScoring, ModelBackend):
             inst.executor.submit(lambda: None) for inst in self._instances
         ]
         done, _ = wait_futures(futures, timeout=timeout)
-        return len(done) == len(futures)
+        batched = self._batcher is None or self._batcher.wait_idle(timeout)
+        return len(done) == len(futures) and batched
 
     def _run(self, inst: Instance, job: Job) -> GenerationStats:
-        stats = job.stats
-        stats.started = started = time.perf_counter()
-        try:
-            self._generate_on_worker(inst, job)
-        except BaseException as exc:
-            stats.error = f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            stats.seconds = time.perf_counter() - started
-            self.generations.append(stats)
-            log.debug(
-                "llama.generated", model=self.name, instance=stats.instance, **stats.log_fields()
-            )
-        return stats
-
-    def _generate_on_worker(self, inst: Instance, job: Job) -> None:
-        if job.cancelled.is_set():  # cancelled while queued behind another generation
-            job.stats.cancelled = True
-            return
-        llm = inst.ensure_loaded()
-        request, stats = job.request, job.stats
-        tools = request.tools or None
-        stats.prompt = prompt = self.render_prompt(request.messages, tools)
-        tokens = self._tokenize_prompt(llm, prompt)
-        stats.prompt_tokens = len(tokens)
-        room = llm.n_ctx() - len(tokens)
-        if room <= 0:
-            raise ValueError(
-                f"model '{self.name}': the prompt is {len(tokens)} tokens, which does not fit "
-                f"its context of {llm.n_ctx()} tokens"
-            )
-        sampling = self._effective_sampling(request.sampling)
-        llm.set_seed(sampling.seed if sampling.seed >= 0 else 0xFFFFFFFF)  # 0xFFFFFFFF: random
-        budget = min(sampling.max_tokens, room)
-
-        mode = ToolGrammar(self.tool_grammar) if tools else ToolGrammar.OFF
-        stats.grammar = mode.value
-        spec: ToolCallGrammar | None = None
-        grammar: LlamaGrammar | None = None
-        if tools and mode is not ToolGrammar.OFF:
-            spec, grammar = self._grammar_for(inst, tools, budget)
-        # Tool-call replies are parsed whole, so they are not streamed piece by piece.
-        emit = None if tools else job.emit
-        trigger: str | bool | None = False
-        if spec is not None and mode is ToolGrammar.LAZY:
-            trigger = spec.trigger
-        reply = Reply(self.entry.stop, emit, trigger)
-
-        if spec is not None and mode is ToolGrammar.REQUIRED:
-            head = (spec.trigger or "") + spec.forced
-            reply.text = head
-            tokens = tokens + llm.tokenize(head.encode("utf-8"), add_bos=False, special=True)
-            stats.prompt_tokens = len(tokens)
-            # The call always gets what its grammar may need to close, even past max_tokens.
-            budget = min(max(budget, spec.max_tokens), llm.n_ctx() - len(tokens))
-            sample(inst, job, tokens, sampling, budget, reply, grammar, first=True)
-        else:
-            sampled = sample(inst, job, tokens, sampling, budget, reply, None, first=True)
-            if reply.cut is not None and tools and not stats.cancelled:
-                # The model opened a call: keep what it wrote up to the opener, force the
-                # call's fixed head, and constrain only the rest.
-                stats.grammar = "lazy-triggered"
-                budget -= sampled
-                # Built for what is left of the budget, so the call can still close in it.
-                spec, grammar = self._grammar_for(inst, tools, budget)
-                reply.text = reply.text[: reply.cut] + spec.forced
-                reply.trigger = False
-                tokens = tokens + llm.tokenize(
-                    reply.text.encode("utf-8"), add_bos=False, special=True
-                )
-                budget = min(max(budget, spec.max_tokens), llm.n_ctx() - len(tokens))
-                sample(inst, job, tokens, sampling, budget, reply, grammar, first=False)
-        stats.text = reply.finish()
-        if tools and job.emit is not None and stats.text:
-            job.emit(stats.text)
+        """One generation on an instance's own context (the worker thread's)."""
+        drive_alone(inst.serve(job.request.agent_id), self._generation(inst, job))
+        return job.stats

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...support.logs import get_logger
 from ..catalog import CatalogEntry
 from .chat_template import TEMPLATE_KEY
+from .kept import DEFAULT_KEPT_MB, KeptPrompts
 from .specials import marker_texts, special_marker_tokens
 
 if TYPE_CHECKING:
@@ -185,7 +186,13 @@ def read_vocab_only(path: Path) -> Vocab:
 class Instance:
     """One llama.cpp model+context and the single thread allowed to use it."""
 
-    def __init__(self, model_name: str, index: int, load: Callable[[Instance], Llama]) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        index: int,
+        load: Callable[[Instance], Llama],
+        kept_bytes: int = DEFAULT_KEPT_MB << 20,
+    ) -> None:
         self.index = index
         self.executor = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"turnloom-llama-{model_name}-{index}"
@@ -195,6 +202,8 @@ class Instance:
         #: Special tokens detokenized as their text: the families' call markup (see `specials`).
         self.marker_tokens: frozenset[int] = frozenset()
         self.vocab_ptr: Any = None
+        #: The prompts of the agents this instance serves (see `kept`).
+        self.prompts = KeptPrompts(kept_bytes)
         # The owning model's loader: it knows the GGUF's path and keeps the vocabulary it reads.
         self._load = load
         self._lock = threading.Lock()
@@ -205,6 +214,13 @@ class Instance:
             if self.llama is None:
                 self.llama = self._load(self)
             return self.llama
+
+    def serve(self, agent_id: int) -> Llama:
+        """The loaded instance, its context holding `agent_id`'s cached prompt (worker
+        thread)."""
+        llm = self.ensure_loaded()
+        self.prompts.switch_to(llm, agent_id)
+        return llm
 
     def close(self) -> None:
         """Stop the worker thread once its queued jobs are done, then free the model."""

@@ -50,12 +50,16 @@ class LikelihoodScoring:
         """See `ModelBackend.score_choices`; runs on the agent's instance thread (the one its
         generations use, so the two share the prompt cache)."""
         inst = self._instances[agent_id % len(self._instances)]
-        future = inst.executor.submit(_score_on_worker, inst, prompt, list(choices), greedy)
+        future = inst.executor.submit(
+            _score_on_worker, inst, agent_id, prompt, list(choices), greedy
+        )
         return await asyncio.wrap_future(future)
 
 
-def _score_on_worker(inst: Instance, prompt: str, choices: list[str], greedy: bool) -> list[float]:
-    llm = inst.ensure_loaded()
+def _score_on_worker(
+    inst: Instance, agent_id: int, prompt: str, choices: list[str], greedy: bool
+) -> list[float]:
+    llm = inst.serve(agent_id)
     # special=False: the prompt holds the player's words, which must not become control tokens.
     prefix = list(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
     tails = []

@@ -9,20 +9,15 @@ what the generation did and cost.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...graph.model_params import SamplingParams
 from ..base import GenerationRequest
-from .native import Instance
-from .specials import detokenize
 
 if TYPE_CHECKING:
-    from llama_cpp import LlamaGrammar
+    pass
 
 
 @dataclass(slots=True)
@@ -183,63 +178,3 @@ class Reply:
         """Send what is left; the final text."""
         self._flush()
         return self.text
-
-
-def sample(
-    inst: Instance,
-    job: Job,
-    tokens: list[int],
-    sampling: SamplingParams,
-    budget: int,
-    reply: Reply,
-    grammar: LlamaGrammar | None,
-    *,
-    first: bool,
-) -> int:
-    """Sample up to `budget` tokens after `tokens` into `reply`; the count sampled."""
-    import llama_cpp
-
-    llm = inst.llama
-    assert llm is not None
-    stats = job.stats
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    started = time.perf_counter()
-    perf = llama_cpp.llama_perf_context(llm.ctx)
-    decoded_before = perf.n_p_eval + perf.n_eval
-    count = 0
-    if budget <= 0:
-        return 0
-    generator = llm.generate(
-        tokens,
-        top_k=sampling.top_k,
-        top_p=sampling.top_p,
-        min_p=sampling.min_p,
-        temp=sampling.temperature,
-        repeat_penalty=sampling.repeat_penalty,
-        grammar=grammar,
-    )
-    try:
-        for token in generator:
-            if count == 0 and first:
-                # Only the prompt has been decoded when the first token comes out.
-                perf = llama_cpp.llama_perf_context(llm.ctx)
-                stats.prompt_tokens_evaluated = perf.n_p_eval + perf.n_eval - decoded_before
-                stats.seconds_to_first_token = time.perf_counter() - started
-            if job.cancelled.is_set():
-                stats.cancelled = True
-                break
-            if llama_cpp.llama_vocab_is_eog(inst.vocab_ptr, token) or (token in inst.stop_tokens):
-                break
-            count += 1
-            stats.tokens += 1
-            piece = decoder.decode(detokenize(llm, token, inst.marker_tokens))
-            if piece and reply.add(piece):
-                break
-            if count >= budget:
-                break
-    finally:
-        generator.close()
-    rest = decoder.decode(b"", final=True)
-    if rest:
-        reply.add(rest)
-    return count

@@ -195,7 +195,10 @@ def in_turn(label: str, model: tl.LlamaModel, npcs: int, rounds: int) -> list[ob
                 if r:
                     prompt += stats.prompt_tokens
                     evaluated += stats.prompt_tokens_evaluated
-    kept = sum(inst.prompts.kept_bytes for inst in model._instances) / 2**20
+    keepers = [inst.prompts for inst in model._instances]
+    if model._batcher is not None:
+        keepers.append(model._batcher.prompts)
+    kept = sum(k.kept_bytes for k in keepers) / 2**20
     return [
         label,
         prompt,

@@ -36,6 +36,8 @@ from .streaming import GenerationStats, Job
 
 log = get_logger("turnloom.llama")
 
+#: How long an idle scheduler waits for more generations after the first arrives (seconds).
+GATHER_S = 0.005
 #: Agents decoded together by default, and the most a model takes.
 DEFAULT_SEQUENCES = 4
 MAX_SEQUENCES = 64
@@ -138,10 +140,17 @@ class BatchedDecoder:
             return
         while True:
             with self._lock:
+                idle = not self._busy()
                 while not self._closed and not self._waiting and not self._busy():
                     self._lock.wait()
                 if self._closed and not self._waiting and not self._busy():
                     return
+                if idle and not self._closed:
+                    # NPCs told something at the same moment arrive a few microseconds apart:
+                    # gathered, their prompts are read in one step instead of one step each.
+                    deadline = time.monotonic() + GATHER_S
+                    while (left := deadline - time.monotonic()) > 0:
+                        self._lock.wait(left)
             try:
                 with self._lock:
                     self._admit()

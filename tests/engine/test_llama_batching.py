@@ -156,3 +156,22 @@ def test_more_agents_than_sequences_are_all_served(model: tl.LlamaModel) -> None
     results = asyncio.run(scenario())
     assert len(results) == 6 and all(r.status is tl.TurnStatus.SUCCESS for r in results)
     assert model.wait_idle(30)
+
+
+def test_agents_of_several_wire_sessions_share_the_batching(model: tl.LlamaModel) -> None:
+    from turnloom.server import BackgroundServer
+
+    with BackgroundServer(lambda: tl.AsyncEngine(model)) as server:
+        sessions = [tl.connect(*server.address) for _ in range(2)]
+        try:
+            agents = [s.create_agent(say(12)) for s in sessions]
+            futures = [a.send_message_async(COUNT) for a in agents]
+            results = [f.result(120).final for f in futures]
+        finally:
+            for session in sessions:
+                session.close()
+    assert all(r is not None and r.status is tl.TurnStatus.SUCCESS for r in results)
+    stats = list(model.generations)[-2:]
+    assert len({s.instance for s in stats}) == 2  # two sequences of the one context
+    first_tokens = [s.started + s.seconds_to_first_token for s in stats]
+    assert max(first_tokens) < min(s.started + s.seconds for s in stats)

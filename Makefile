@@ -1,6 +1,7 @@
 # One command each, doing their own set-up: `make demo`, `make test`.
 # PYTHON: the interpreter that builds .venv (3.11 or newer), e.g. `make test PYTHON=python3.12`.
-# `make clean` removes .venv and the tool caches (not the GGUF in ~/.cache, see the README).
+# `make clean` removes .venv, site/ and the tool caches (not the GGUF in ~/.cache, see
+# docs/guides/models.md).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,12 +13,22 @@ BENCH_STAMP := $(VENV)/.installed-bench
 LLAMA_CMAKE_ARGS := $(if $(shell grep -qw amx_int8 /proc/cpuinfo 2>/dev/null && echo y),-DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8)
 # Exits 0 only on Python 3.11+ (the package's requires-python).
 PY_CHECK := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
+# `pip install -e` in setuptools' default mode puts an import hook in site-packages, which type
+# checkers never run: mypy on a host app's own file would not find turnloom. compat mode puts
+# the checkout on sys.path through a plain .pth line instead, which mypy reads (py.typed and all).
+# A step of its own: pip hands --config-settings to every package it builds, and the build
+# backend of llama-cpp-python refuses settings it does not know.
+EDITABLE := $(PY) -m pip install --quiet --no-deps -e . --config-settings editable_mode=compat
 
-.PHONY: demo test lint typecheck unit redis-server cpp cpp-sanitize diagrams render-diagrams bench soak clean
+.PHONY: demo test lint typecheck unit redis-server cpp cpp-sanitize diagrams render-diagrams bench soak clean docs docs-serve
 
 # A .venv made by an older Python (or left broken) would fail on every run: forget its stamps
 # so the recipe below rebuilds it from scratch.
 ifneq ($(shell $(PY) $(PY_CHECK) >/dev/null 2>&1 && echo ok),ok)
+$(shell rm -f $(STAMP) $(BENCH_STAMP))
+endif
+# Likewise a .venv that has turnloom through the import hook (installed before EDITABLE).
+ifneq ($(wildcard $(VENV)/lib/python*/site-packages/__editable___turnloom_*_finder.py),)
 $(shell rm -f $(STAMP) $(BENCH_STAMP))
 endif
 
@@ -28,19 +39,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# llama-cpp-python compiles llama.cpp on first install: several minutes on 2 cores.
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $$CMAKE_ARGS" \
-		$(PY) -m pip install --quiet -e '.[dev,llama]'
+		$(PY) -m pip install --quiet -e '.[dev,llama,docs]'
+	$(EDITABLE)
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,llama,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,llama,docs,bench]'
+	$(EDITABLE)
 	touch $(BENCH_STAMP)
 
 demo: $(STAMP)
 	$(PY) -m turnloom demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check turnloom tests bench
-	$(PY) -m ruff format --check turnloom tests bench
+	$(PY) -m ruff check turnloom tests bench examples docs/_hooks
+	$(PY) -m ruff format --check turnloom tests bench examples docs/_hooks
 	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
@@ -59,7 +72,16 @@ redis-server:
 unit: $(STAMP) redis-server
 	$(PY) -m pytest
 
-test: lint typecheck unit cpp
+test: lint typecheck docs unit cpp
+
+# The docs site (mkdocs.yml) into site/: --strict fails on a broken link or anchor, a page left
+# out of the nav, or a public name without a docstring (docs/_hooks/docstrings.py).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The same, served on loopback and rebuilt on every change: http://127.0.0.1:8000
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # The C++ client (clients/cpp): build it and run its ctest suite against the real server
 # (clients/cpp/build/default). Installs g++, cmake, msgpack-cxx and asio with apt-get when run
@@ -80,6 +102,10 @@ diagrams: $(STAMP)
 # into https://mermaid.live or run mermaid-cli's `mmdc`).
 render-diagrams: diagrams
 	for f in diagrams/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
+	# The docs site's picture (committed; a test checks the stamp against the DOT it drew).
+	dot -Tsvg diagrams/turn_machine.dot -o docs/assets/turn_machine.svg
+	echo "<!-- made by make render-diagrams from diagrams/turn_machine.dot, sha256 $$(sha256sum \
+		diagrams/turn_machine.dot | cut -d' ' -f1) -->" >> docs/assets/turn_machine.svg
 
 bench: $(BENCH_STAMP) redis-server
 	$(PY) -m bench.turns
@@ -90,6 +116,7 @@ bench: $(BENCH_STAMP) redis-server
 	$(PY) -m bench.served_bench
 	$(PY) -m bench.durable
 	$(PY) -m bench.workers
+	$(PY) -m bench.npcs
 
 # Reliability (not part of `make test`; several minutes): 5 rounds x 20,000 turns embedded and
 # over the wire, 100,000 fuzzed frames beside a well-behaved client, the heaviest requests.
@@ -99,4 +126,4 @@ soak: $(STAMP)
 	$(PY) -m bench.worst_case
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache

@@ -62,6 +62,7 @@ def soak_graph(timeout_ms: int) -> tl.GraphDescription:
             tl.ToolCallParams(
                 tools=[door],
                 disposition=tl.ToolCallDisposition.AwaitResult,
+                mode=tl.ToolCallMode.DetectOnly,  # "say" answers when no tool is called
                 tool_called_exit="say",
                 no_tool_called_exit="say",
                 pause_timeout_ms=timeout_ms,

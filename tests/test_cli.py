@@ -256,6 +256,82 @@ def test_serve_log_level_info_logs_to_stderr_through_stdlib_logging() -> None:
             proc.wait()
 
 
+#: Runs `serve --mock` on a free port with SIGINT as a background job of a script inherits it
+#: (ignored), or as a terminal leaves it (Python's default handler): argv[1] says which.
+SERVE_WITH_SIGINT = """
+import os, signal, sys
+if sys.argv[1] == "ignored":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+os.execv(sys.executable, [sys.executable, "-m", "turnloom", "serve", "--mock", "--port", "0"])
+"""
+
+#: The same in process, with SIGINT raised from inside the write of the ready line itself: the
+#: earliest moment a client reading stdout could send it, every time.
+SIGINT_IN_THE_READY_LINE = """
+import os, signal, sys
+if sys.argv[1] == "ignored":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+class Tripwire:
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text):
+        written = self.out.write(text)
+        if "protocol v" in text:
+            self.out.flush()
+            os.kill(os.getpid(), signal.SIGINT)
+        return written
+
+    def flush(self):
+        self.out.flush()
+
+sys.stdout = Tripwire(sys.stdout)
+from turnloom.__main__ import main
+sys.exit(main(["serve", "--mock", "--port", "0"]))
+"""
+
+
+@pytest.mark.parametrize("sigint", ["ignored", "default"])
+def test_serve_stops_on_a_sigint_sent_as_soon_as_it_is_ready(sigint: str) -> None:
+    # A SIGINT that came before the server's handler was installed was lost when SIGINT was
+    # inherited ignored: the server never stopped. Several launches, each signalled at once.
+    for launch in range(5):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE_WITH_SIGINT, sigint],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            assert "protocol v1 on" in proc.stdout.readline()
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(10) == 0, f"launch {launch}: {proc.stderr.read()}"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("sigint", ["ignored", "default"])
+def test_serve_stops_on_a_sigint_raised_while_it_prints_its_ready_line(sigint: str) -> None:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", SIGINT_IN_THE_READY_LINE, sigint],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=20,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("serve did not stop on a SIGINT that came with its ready line")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("turnloom: protocol v1 on 127.0.0.1:")
+    assert "Traceback" not in done.stderr
+
+
 def test_serve_parses_its_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
 

@@ -91,6 +91,7 @@ def hostile_graph() -> tl.GraphDescription:
             tl.ToolCallParams(
                 tools=[door],
                 disposition=tl.ToolCallDisposition.AwaitResult,
+                mode=tl.ToolCallMode.DetectOnly,
                 tool_called_exit="say",
                 no_tool_called_exit="say",
             ),

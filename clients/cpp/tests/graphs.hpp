@@ -47,11 +47,13 @@ inline GraphDescription TradeGraph() {
   return graph;
 }
 
-// detect (ToolCall declaring open_door(door_id)) -> answer (Generate).
+// detect (ToolCall declaring open_door(door_id), detect_only) -> answer (Generate). In
+// call_or_answer mode detect would answer too when no tool is called: the server refuses that.
 inline GraphDescription DoorGraph(ToolCallDisposition disposition) {
   ToolCallParams detect;
   detect.tools = {ToolDefinition{"open_door", "Open a door.", {{"door_id", "string", "Which door."}}}};
   detect.disposition = disposition;
+  detect.mode = ToolCallMode::DetectOnly;
   detect.tool_called_exit = "answer";
   detect.no_tool_called_exit = "answer";
   GraphDescription graph;

@@ -23,7 +23,13 @@ from typing import Any
 
 import msgpack
 
-from ..graph.builder import CompiledGraph, GraphDescription, ModelCheck, compile_graph
+from ..graph.builder import (
+    CompiledGraph,
+    GraphDescription,
+    ModelCheck,
+    answers_twice,
+    compile_graph,
+)
 from ..graph.data import graph_from_data
 from ..graph.fields import params_from_mapping
 from ..graph.params import NodeParams, ToolCallDisposition, ToolCallParams, check_mutation
@@ -164,6 +170,10 @@ def _params(doc: _Doc, graph: CompiledGraph) -> dict[str, NodeParams]:
         proposed = params_from_mapping(type(base), values, base=base)
         check_mutation(name, base, proposed)  # 3006 for a structural change, 3007 off range
         params[name] = proposed
+    merged = {**graph.nodes, **params}
+    for name, proposed in params.items():
+        if (twice := answers_twice(merged, name, proposed)) is not None:
+            raise refuse(f"params[{brief(name)}]: {twice}")
     return params
 
 

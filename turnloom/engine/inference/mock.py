@@ -111,11 +111,21 @@ class MockModel(ModelBackend):
         if isinstance(item, BaseException):
             raise item
         text = item if isinstance(item, str) else item(request)
-        tokens = split_tokens(text)[: request.sampling.max_tokens]
+        return await self.stream(text, request, on_delta)
+
+    async def stream(
+        self,
+        text: str,
+        request: GenerationRequest,
+        on_delta: Callable[[str], None] | None,
+        delay_s: float = 0.0,
+    ) -> GenerationResult:
+        """Stream `text` token by token (up to `max_tokens`), `delay_s` before each (0: one
+        loop iteration), counting each in the request's progress."""
         produced: list[str] = []
         try:
-            for token in tokens:
-                await asyncio.sleep(0)
+            for token in split_tokens(text)[: request.sampling.max_tokens]:
+                await asyncio.sleep(delay_s)
                 if self.hold_after is not None and len(produced) >= self.hold_after:
                     await asyncio.get_running_loop().create_future()  # until cancelled
                 produced.append(token)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...states import Trigger, TurnState, check, fire, is_legal
-from ..graph.builder import CompiledGraph
+from ..graph.builder import CompiledGraph, answers_twice
 from ..graph.fields import params_from_mapping
 from ..graph.params import NodeParams, check_mutation
 from ..support.guards import brief, some
@@ -190,6 +190,10 @@ class AgentCore:
 
     def set_params(self, node_name: str, proposed: NodeParams) -> None:
         """Make checked params (`proposed_params`) the node's own: the `edit` trigger."""
+        # Exits are structural, so only this node's new params can make the turn answer twice.
+        twice = answers_twice(self.params, node_name, proposed)
+        if twice is not None:
+            raise InvalidParamValue(f"agent {self.agent_id}: change_params: {twice}")
         if proposed.uses_model:
             backend = self.runtime.models.get(self.graph.model_for(proposed))
             if backend is not None:

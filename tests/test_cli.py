@@ -102,7 +102,7 @@ def test_demo_without_the_llama_extra_says_what_to_install_and_mock_still_plays(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("exit 1\n")
-    assert "pip install 'turnloom[llama]'" in done.stderr and "demo --mock" in done.stderr
+    assert "pip install -e '.[llama]'" in done.stderr and "demo --mock" in done.stderr
     assert "Traceback" not in done.stderr
     assert "nobody resumed 'offer' within 1500 ms" in done.stdout
 

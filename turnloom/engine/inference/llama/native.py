@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...support.extras import install_hint
 from ...support.logs import get_logger
 from ..catalog import CatalogEntry
 from .chat_template import TEMPLATE_KEY
@@ -100,7 +101,7 @@ _LOG_ROUTE = _LogRoute()
 
 
 #: What to run when the llama extra is missing (its packages are optional dependencies).
-INSTALL_HINT = "pip install 'turnloom[llama]'"
+INSTALL_HINT = install_hint("llama")
 
 
 def require_llama_cpp() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...support.extras import install_hint
+
 
 class ServedModelError(RuntimeError):
     """A serving engine was unreachable, refused a request or broke its stream (→ 4001)."""
@@ -14,5 +16,5 @@ def require_http() -> None:
             __import__(module)
         except ImportError:
             raise ModuleNotFoundError(
-                f"ServedModel needs {module}: pip install 'turnloom[served]'", name=module
+                f"ServedModel needs {module}: {install_hint('served')}", name=module
             ) from None

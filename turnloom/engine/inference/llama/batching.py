@@ -45,23 +45,30 @@ MAX_SEQUENCES = 64
 
 @dataclass(slots=True)
 class _Running:
+    """A generation in the scheduler's hands: waiting for a sequence, or running in one."""
+
     job: Job
     #: None until the generation starts (when it gets a sequence).
     generation: Generation | None
     done: Future[GenerationStats]
+    #: What the generation asked for last.
     ask: Ask | None = None
-    #: Tokens of the current ask still to decode, and whether the last of them is sampled from.
+    #: Tokens of that ask still to decode; the logits of the last one are sampled from.
     feed: list[int] = field(default_factory=list)
+    #: The token sampled last (a `Next` decodes it).
     last_token: int = -1
 
 
 @dataclass(slots=True)
 class _Sequence:
+    """One sequence of the batched context: the agent whose prompt it holds, and what runs."""
+
     seq: int
     agent: int | None = None
     #: The tokens the sequence's KV cells hold, in order.
     tokens: list[int] = field(default_factory=list)
     running: _Running | None = None
+    #: When it last ended a generation (`time.monotonic`): the least recent idle one is reused.
     used: float = 0.0
 
 

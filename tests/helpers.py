@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -98,3 +102,33 @@ def blocked_prepare(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, t
 
     monkeypatch.setattr(EngineCore, "prepare_agent", waiting)
     return started, release
+
+
+#: The environment of the CLI's subprocesses: unbuffered, so each line arrives as printed.
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+#: The one line `serve` prints once it accepts connections.
+READY_LINE = re.compile(r"turnloom: protocol v1 on (\S+):(\d+)\n")
+
+
+@contextmanager
+def running(args: Sequence[str]) -> Iterator[subprocess.Popen[str]]:
+    """A subprocess (environment `ENV`) with stdout and stderr piped as text, killed at the end
+    if it is still running."""
+    proc = subprocess.Popen(
+        list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def ready_address(proc: subprocess.Popen[str]) -> tuple[str, int]:
+    """The address a `serve` subprocess listens on, from its ready line (which must come)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    line = proc.stdout.readline()
+    found = READY_LINE.fullmatch(line)
+    assert found, f"{line!r}: {proc.stderr.read() if not line else ''}"
+    return found.group(1), int(found.group(2))

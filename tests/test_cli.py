@@ -5,7 +5,6 @@ one readiness line, `--version`."""
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
 import signal
 import socket
@@ -18,10 +17,10 @@ import pytest
 
 import turnloom as tl
 import turnloom.__main__ as cli
+from tests.helpers import ENV, ready_address, running
 from turnloom.demo import WIDTH, run_demo, scripted_model
 from turnloom.server import ServerLimits
 
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 NPC_MODULE = """
 import turnloom as tl
 
@@ -199,19 +198,9 @@ def test_graph_and_out_do_not_go_together(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_serve_listens_on_loopback_prints_one_line_serves_and_stops_on_sigint() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "turnloom", "serve", "--port", "0", "--mock"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
-    try:
+    with running([sys.executable, "-m", "turnloom", "serve", "--port", "0", "--mock"]) as proc:
         assert proc.stdout is not None and proc.stderr is not None
-        line = proc.stdout.readline()
-        found = re.fullmatch(r"turnloom: protocol v1 on (\S+):(\d+)\n", line)
-        assert found, line
-        host, port = found.group(1), int(found.group(2))
+        host, port = ready_address(proc)
         assert host == "127.0.0.1"
         graph = (
             tl.GraphDescription()
@@ -228,21 +217,11 @@ def test_serve_listens_on_loopback_prints_one_line_serves_and_stops_on_sigint() 
         # The readiness line is all it printed; at the default level no info log repeats it.
         assert proc.stdout.read() == ""
         assert "listening" not in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_serve_log_level_info_logs_to_stderr_through_stdlib_logging() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "turnloom", "serve", "--port", "0", "--mock", "--log-level=info"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
-    try:
+    args = [sys.executable, "-m", "turnloom", "serve", "--port", "0", "--mock", "--log-level=info"]
+    with running(args) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         assert "protocol v1 on" in proc.stdout.readline()
         proc.send_signal(signal.SIGINT)
@@ -250,10 +229,6 @@ def test_serve_log_level_info_logs_to_stderr_through_stdlib_logging() -> None:
         assert proc.stdout.read() == ""
         err = proc.stderr.read()
         assert re.search(r"INFO turnloom\.server: server\.listening host=127\.0\.0\.1", err), err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 #: Runs `serve --mock` on a free port with SIGINT as a background job of a script inherits it
@@ -297,22 +272,11 @@ def test_serve_stops_on_a_sigint_sent_as_soon_as_it_is_ready(sigint: str) -> Non
     # A SIGINT that came before the server's handler was installed was lost when SIGINT was
     # inherited ignored: the server never stopped. Several launches, each signalled at once.
     for launch in range(5):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", SERVE_WITH_SIGINT, sigint],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=ENV,
-        )
-        try:
+        with running([sys.executable, "-c", SERVE_WITH_SIGINT, sigint]) as proc:
             assert proc.stdout is not None and proc.stderr is not None
             assert "protocol v1 on" in proc.stdout.readline()
             proc.send_signal(signal.SIGINT)
             assert proc.wait(10) == 0, f"launch {launch}: {proc.stderr.read()}"
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.mark.parametrize("sigint", ["ignored", "default"])

@@ -5,8 +5,6 @@ results, errors, cancelling a slow stream); and a bad script refused at start (e
 from __future__ import annotations
 
 import json
-import os
-import re
 import signal
 import subprocess
 import sys
@@ -20,10 +18,9 @@ import pytest
 
 import turnloom as tl
 import turnloom.__main__ as cli
-from tests.helpers import SET_LIGHT
+from tests.helpers import ENV, SET_LIGHT, ready_address, running
 from turnloom.engine.inference.mock_script import parse_mock_script
 
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 SLOW = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
 
 #: What the scenario below plays, in order: one generation per step, then the echo.
@@ -42,25 +39,11 @@ SCRIPT = {
 @contextmanager
 def serving(script: Path) -> Iterator[tuple[str, int]]:
     """`python -m turnloom serve --mock SCRIPT --port 0`; its address, from its ready line."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "turnloom", "serve", "--mock", str(script), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        line = proc.stdout.readline()
-        found = re.fullmatch(r"turnloom: protocol v1 on (\S+):(\d+)\n", line)
-        assert found, f"{line!r}: {proc.stderr.read() if not line else ''}"
-        yield found.group(1), int(found.group(2))
+    args = [sys.executable, "-m", "turnloom", "serve", "--mock", str(script), "--port", "0"]
+    with running(args) as proc:
+        yield ready_address(proc)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def script_file(folder: Path, script: Any) -> Path:

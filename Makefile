@@ -20,7 +20,7 @@ PY_CHECK := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 # backend of llama-cpp-python refuses settings it does not know.
 EDITABLE := $(PY) -m pip install --quiet --no-deps -e . --config-settings editable_mode=compat
 
-.PHONY: demo test lint typecheck unit redis-server cpp cpp-sanitize diagrams render-diagrams bench soak clean docs docs-serve
+.PHONY: demo test lint typecheck unit redis-server chromium graphviz cpp cpp-sanitize csharp diagrams render-diagrams bench soak clean docs docs-serve
 
 # A .venv made by an older Python (or left broken) would fail on every run: forget its stamps
 # so the recipe below rebuilds it from scratch.
@@ -59,20 +59,31 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# $(call apt_install,COMMAND,PACKAGE,NOTE[,FAIL]): install PACKAGE with apt-get when COMMAND is
+# missing and we are root, else print NOTE with the command to run (and exit 1 when FAIL is set).
+define apt_install
+@command -v $(1) >/dev/null || { \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get install -y -q $(2) >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q $(2) >/dev/null; }; \
+	else echo "$(3): sudo apt-get install $(2)" >&2; $(if $(4),exit 1,true); fi; }
+endef
+
 # The durability tests start a real Redis server (Debian's redis-server) and skip without one:
 # installed here when missing and we are root with apt-get, else the command is printed.
 redis-server:
-	@command -v redis-server >/dev/null || { \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			apt-get install -y -q redis-server >/dev/null 2>&1 || \
-			{ apt-get update -q >/dev/null && apt-get install -y -q redis-server >/dev/null; }; \
-		else echo "note: the Redis tests are skipped without redis-server:" \
-			"sudo apt-get install redis-server" >&2; fi; }
+	$(call apt_install,redis-server,redis-server,note: the Redis tests are skipped without redis-server)
 
-unit: $(STAMP) redis-server
+# The inspector's browser tests drive Debian's chromium with Playwright (never a downloaded
+# browser): installed here when missing and we are root with apt-get, else the command is
+# printed; the tests skip loudly without it, and fail when $CI is set.
+chromium:
+	$(call apt_install,chromium,chromium,note: the inspector's browser tests are skipped without chromium)
+
+unit: $(STAMP) redis-server chromium
 	$(PY) -m pytest
 
-test: lint typecheck docs unit cpp
+test: lint typecheck docs unit cpp csharp
 
 # The docs site (mkdocs.yml) into site/: --strict fails on a broken link or anchor, a page left
 # out of the nav, or a public name without a docstring (docs/_hooks/docstrings.py).
@@ -93,19 +104,32 @@ cpp: $(STAMP)
 cpp-sanitize: $(STAMP)
 	clients/cpp/tools/make_cpp.sh sanitize $(abspath $(PY))
 
+# The C# / Unity client (clients/csharp): build it with Mono and run its NUnit suite against the
+# real server, through tests/test_csharp_client.py. Installs mono-devel and nunit-console with
+# apt-get when run as root; otherwise prints the command and skips loudly (a failure when $CI
+# is set). After `make cpp`, it also compares the Python, C++ and C# transcripts of one story.
+csharp: $(STAMP)
+	"clients/csharp/Tools~/make_csharp.sh" test $(abspath $(PY))
+
 # The generated files a test keeps fresh: diagrams/ and docs/params.md.
 diagrams: $(STAMP)
 	$(PY) -m turnloom diagrams --out diagrams
 	$(PY) -c 'from pathlib import Path; from turnloom.engine.params_doc import write_params_doc as w; w(Path("docs"))'
 
-# Pictures of the diagrams to look at (needs graphviz's `dot`; Mermaid: paste the .mmd files
-# into https://mermaid.live or run mermaid-cli's `mmdc`).
-render-diagrams: diagrams
+# Graphviz's `dot` draws the pictures: installed here when missing and we are root with apt-get,
+# else the command is printed and the recipe stops.
+graphviz:
+	$(call apt_install,dot,graphviz,the pictures need Graphviz's dot,fail)
+
+# The pictures, as SVG files anyone can open (Mermaid: paste the .mmd files into
+# https://mermaid.live). The turn machine and the demo's agent are committed in docs/assets/ for
+# the docs site; a test checks each stamp against the DOT it was drawn from.
+render-diagrams: diagrams graphviz
 	for f in diagrams/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
-	# The docs site's picture (committed; a test checks the stamp against the DOT it drew).
-	dot -Tsvg diagrams/turn_machine.dot -o docs/assets/turn_machine.svg
-	echo "<!-- made by make render-diagrams from diagrams/turn_machine.dot, sha256 $$(sha256sum \
-		diagrams/turn_machine.dot | cut -d' ' -f1) -->" >> docs/assets/turn_machine.svg
+	for name in turn_machine demo_graph; do \
+		cp diagrams/$$name.svg docs/assets/$$name.svg && \
+		echo "<!-- made by make render-diagrams from diagrams/$$name.dot, sha256 $$(sha256sum \
+			diagrams/$$name.dot | cut -d' ' -f1) -->" >> docs/assets/$$name.svg; done
 
 bench: $(BENCH_STAMP) redis-server
 	$(PY) -m bench.turns

@@ -54,29 +54,34 @@ def test_demo_mock_narrates_every_step_once_and_the_same_every_run() -> None:
     steps = [
         line.split()[0] for line in out.splitlines() if line.startswith("  ") and line[2] != " "
     ]
-    # Turn 1: pause, param change, tool call and the game's answer, the jump, the reply.
-    # Turn 2: the handler answers the call, the offer times out, the reply.
+    # Turn 1: the pause, the tool call, the game's answer and the quote it writes, the jump.
+    # Turn 2: the same, then the offer times out. Turn 3: small talk, no tool.
     assert steps == [
-        *("PAUSE", "CHANGE", "RESUME", "PAUSE", "TOOL", "ANSWER", "RESUME", "PAUSE"),
+        *("PAUSE", "GAME", "RESUME", "PAUSE", "TOOL", "ANSWER", "CHANGE", "RESUME", "PAUSE"),
         *("GAME", "JUMP", "REPLY", "END"),
-        *("GAME", "PAUSE", "RESUME", "PAUSE", "TOOL", "ANSWER", "RESUME", "PAUSE"),
+        *("PAUSE", "GAME", "RESUME", "PAUSE", "TOOL", "ANSWER", "CHANGE", "RESUME", "PAUSE"),
         *("GAME", "TIMEOUT", "REPLY", "END"),
+        *("PAUSE", "GAME", "RESUME", "DECIDE", "REPLY", "END"),
     ]
-    assert "after 'listen' (Pause): a plain resume goes 'default' to 'stock'" in out
-    assert "| before: You are Mira, a shopkeeper in a fantasy town.\n" in out
-    assert re.search(r"\| after: +You are Mira, .* The customer is\s+\| trusted: be warm\.", out)
-    assert 'the model called check_stock(item="sword") (call id c00000000)' in out
+    assert "after 'listen' (Pause): a plain resume goes 'default' to 'ask'" in out
+    assert 'the model asks the game: check_stock(item="sword") (call id c00000000)' in out
+    assert 'check_stock(item="shield") (call id c00000001)' in out
     assert "'3 steel swords at 40 gold'" in out
+    assert "| before: Let me check the ledger...\n" in out
+    assert "| after:  I have 3 steel swords, 40 gold each. Shall I wrap one up?\n" in out
     assert "resumed with a jump: 'offer' -> 'decline', not 'confirm'" in out
     assert "nobody resumed 'offer' within 1500 ms: its timeout exit goes to 'shrug'" in out
     # Each reply in full, one line per node that wrote it, and only once.
     assert (
-        "          | Welcome back, friend! The ledger says: 3 steel swords at 40 gold.\n"
+        "          | I have 3 steel swords, 40 gold each. Shall I wrap one up?\n"
         "          | Maybe next time, traveller.\n"
     ) in out
     assert out.count("Maybe next time, traveller.") == 1
+    assert "          | I have one oak shield left, 25 gold. Shall I wrap it up?\n" in out
     assert "          | ...I'll take that as a no.\n" in out
-    assert "success after 3 pauses; listen -> stock -> answer -> offer -> shrug" in out
+    assert "success after 3 pauses; listen -> ask -> quote -> offer -> shrug" in out
+    assert "success after 1 pause; listen -> ask -> chat" in out
+    assert "\x1b[" not in out  # no colours when the output is not a terminal
     assert all(len(line) <= WIDTH for line in out.splitlines()), "narration is wrapped"
     # The scripted run is deterministic: a second run, in process, tells the same story.
     lines: list[str] = []

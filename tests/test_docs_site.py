@@ -1,5 +1,5 @@
-"""The docs site builds strictly, its picture of the turn machine is the current one, and the
-changelog's latest release is the package's version.
+"""The docs site builds strictly, its pictures (the turn machine, the demo's agent) are the
+current ones, and the changelog's latest release is the package's version.
 
 `make docs` builds the site with `mkdocs build --strict` (and `make test` runs it); the build
 here is the same, into a temporary folder, so the suite alone also catches a broken link, an
@@ -20,14 +20,11 @@ import pytest
 import turnloom as tl
 
 REPO = Path(__file__).resolve().parents[1]
-SVG = REPO / "docs" / "assets" / "turn_machine.svg"
-DOT = REPO / "diagrams" / "turn_machine.dot"
 CHANGELOG = REPO / "CHANGELOG.md"
-#: What `make render-diagrams` writes at the end of the SVG: the sha256 of the DOT it drew.
-STAMP = re.compile(
-    r"<!-- made by make render-diagrams from diagrams/turn_machine\.dot, "
-    r"sha256 ([0-9a-f]{64}) -->\s*$"
-)
+#: The committed pictures, each drawn from diagrams/NAME.dot.
+PICTURES = ("turn_machine", "demo_graph")
+#: What `make render-diagrams` writes at the end of an SVG: the sha256 of the DOT it drew.
+STAMP = r"<!-- made by make render-diagrams from diagrams/{}\.dot, sha256 ([0-9a-f]{{64}}) -->\s*$"
 RELEASE = re.compile(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", re.M)
 
 
@@ -48,11 +45,14 @@ def test_mkdocs_build_strict_passes(tmp_path: Path) -> None:
         assert f'id="{name}"' in api, name
 
 
-def test_the_turn_machine_picture_is_drawn_from_the_current_diagram() -> None:
-    match = STAMP.search(SVG.read_text(encoding="utf-8"))
-    assert match, f"{SVG.name}: no stamp; run `make render-diagrams`"
-    assert match.group(1) == hashlib.sha256(DOT.read_bytes()).hexdigest(), (
-        "diagrams/turn_machine.dot changed since docs/assets/turn_machine.svg was drawn: "
+@pytest.mark.parametrize("name", PICTURES)
+def test_each_picture_is_drawn_from_the_current_diagram(name: str) -> None:
+    svg = REPO / "docs" / "assets" / f"{name}.svg"
+    dot = REPO / "diagrams" / f"{name}.dot"
+    match = re.search(STAMP.format(name), svg.read_text(encoding="utf-8"))
+    assert match, f"{svg.name}: no stamp; run `make render-diagrams`"
+    assert match.group(1) == hashlib.sha256(dot.read_bytes()).hexdigest(), (
+        f"diagrams/{name}.dot changed since docs/assets/{name}.svg was drawn: "
         "run `make render-diagrams` (needs Graphviz's dot)"
     )
 

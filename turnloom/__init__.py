@@ -39,7 +39,16 @@ from .engine.inference.llama import LlamaModel
 from .engine.inference.mock import MockModel
 from .engine.inference.served import ServedModel, ServedModelError, ServerKind
 from .engine.support.clock import VirtualClock
-from .engine.turns.results import PauseInfo, Step, ToolCallEvent, ToolResult, TurnResult, TurnStatus
+from .engine.turns.results import (
+    MessageEvent,
+    MessageFate,
+    PauseInfo,
+    Step,
+    ToolCallEvent,
+    ToolResult,
+    TurnResult,
+    TurnStatus,
+)
 from .engine.turns.runtime import EngineSettings
 from .host import (
     Agent,
@@ -85,7 +94,7 @@ from .protocol.errors import (
     UnknownMessageType,
     UnknownNode,
 )
-from .states import TurnState
+from .states import InputPolicy, TurnState
 
 __all__ = [
     "Agent",
@@ -114,6 +123,7 @@ __all__ = [
     "InferenceError",
     "InferenceFailed",
     "InferenceTimeout",
+    "InputPolicy",
     "InvalidAgentId",
     "InvalidExitTarget",
     "InvalidParamValue",
@@ -121,6 +131,8 @@ __all__ = [
     "LlamaModel",
     "MalformedMessage",
     "MaxStepsExceeded",
+    "MessageEvent",
+    "MessageFate",
     "MockModel",
     "NodeParams",
     "ParamNotMutable",

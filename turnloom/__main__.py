@@ -18,7 +18,7 @@ from .engine.graph.builder import GraphDescription
 from .engine.graph.diagram import draw_graph
 from .engine.inference.mock_script import MockScript, MockScriptError, load_mock_script
 from .protocol.frames import DEFAULT_HOST, DEFAULT_PORT
-from .serve_command import READY_LINE, security_of, serve
+from .serve_command import READY_LINE, check_endpoints, security_of, serve
 from .server import ServerLimits
 from .server.auth import ENV_VAR
 from .states import Rejection
@@ -254,6 +254,17 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {int(LEASE_S * 1000)}; a dead worker's agents wait this long)",
     )
     served.add_argument(
+        "--inspect",
+        metavar="[HOST:]PORT",
+        help="also serve the inspector page (docs/guides/inspector.md) here; loopback unless "
+        "a host is given, which needs TLS and an auth key as the wire port does",
+    )
+    served.add_argument(
+        "--metrics",
+        metavar="[HOST:]PORT",
+        help="also serve Prometheus metrics at http://HOST:PORT/metrics (same rules)",
+    )
+    served.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default="warning",
@@ -268,11 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "demo":
-        from .demo import run_demo, scripted_model
+        from .demo import run_demo, scripted_model, use_colour
 
         configure_logging(logging.WARNING)
         try:
-            run_demo(print, scripted_model() if args.mock else None)
+            run_demo(print, scripted_model() if args.mock else None, colour=use_colour())
         except ModuleNotFoundError as exc:
             if exc.name not in _MODEL_PACKAGES:
                 raise
@@ -300,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                 fail(f"--mock {error}")
         if args.lease_ms is not None and not str(args.store or "").startswith(SHARED_SCHEMES):
             fail("--lease-ms needs a redis:// --store")
+        inspect_at, metrics_at = check_endpoints(args, tls, key, fail)
         return serve(
             args.host,
             args.port,
@@ -309,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             auth_key=key,
             store=args.store,
             lease_ms=args.lease_ms,
+            inspect_at=inspect_at,
+            metrics_at=metrics_at,
         )
     elif args.command == "diagrams":
         if args.out is not None:

@@ -201,6 +201,8 @@ def _tamper(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     ("path", "value", "code"),
     [
         ("version", 2, Code.InvalidParamValue),
+        ("version", True, Code.InvalidParamValue),  # a bool, though True == 1 in Python
+        ("version", 1.0, Code.InvalidParamValue),
         ("format", "langgraph.checkpoint", Code.InvalidParamValue),
         ("call_seq", 0, Code.InvalidParamValue),  # its pending call was never handed out
         ("turn.pause.node_name", "answer", Code.InvalidParamValue),  # Generate does not pause
@@ -224,6 +226,38 @@ def test_a_bad_snapshot_is_refused_and_creates_nothing(
         eng.restore(doc)
     assert refused.value.code == code
     assert eng.agent_ids() == before
+
+
+def _calls_edited(eng: tl.Engine, edit: Any) -> tuple[dict[str, Any], int]:
+    """A paused agent's snapshot with its pending calls edited; the agent is destroyed, so the
+    id the snapshot names is free."""
+    agent = eng.create_agent(scenario.graph("await"))
+    agent.send_message("hi")
+    doc = agent.snapshot().to_dict()
+    agent.destroy()
+    pause = doc["turn"]["pause"]
+    pause["pending_calls"] = edit(pause["pending_calls"][0])
+    return doc, agent.agent_id
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda call: [call, dict(call)], "is already the id of an earlier pending call"),
+        (lambda call: [{**call, "tool_name": "fly"}], "'fly' is not a tool node 'act' declares"),
+    ],
+    ids=["two calls share one call_id", "a call to a tool the node does not declare"],
+)
+def test_inconsistent_pending_calls_are_refused_and_use_no_id(
+    eng: tl.Engine, edit: Any, named: str
+) -> None:
+    doc, only = _calls_edited(eng, edit)
+    with pytest.raises(tl.InvalidParamValue) as refused:
+        eng.restore(doc)
+    assert "turn.pause.pending_calls[" in refused.value.message
+    assert named in refused.value.message
+    assert eng.agent_ids() == []
+    assert eng.create_agent(scenario.graph("await")).agent_id == only + 1  # no id used up
 
 
 @pytest.mark.parametrize(

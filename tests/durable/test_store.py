@@ -220,3 +220,18 @@ def test_bad_tags_are_3007(tags: Any) -> None:
 def test_durable_needs_a_store() -> None:
     with _engine(None) as engine, pytest.raises(tl.InvalidParamValue, match="store"):
         engine.create_agent(scenario.graph("pause"), durable=True)
+
+
+def test_a_file_that_is_not_sqlite_is_refused_by_name_and_left_untouched(tmp_path: Any) -> None:
+    saves = tmp_path / "saves.json"
+    saves.write_text('{"agents": [1, 2, 3]}\n', encoding="utf-8")
+    before = saves.read_bytes()
+    for spec in (saves, str(saves)):
+        with pytest.raises(tl.InvalidParamValue) as refused:
+            tl.Engine(scenario.model(), store=spec)
+        assert refused.value.code == tl.ErrorCode.InvalidParamValue
+        assert (
+            str(saves) in refused.value.message and "not a SQLite database" in refused.value.message
+        )
+    assert saves.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["saves.json"]  # no -wal, no -shm

@@ -1080,6 +1080,9 @@ REFERENCE_TRIGGERS = (
     "fail",
     "cancel",
     "edit",
+    "queue",
+    "interrupt",
+    "merge",
 )
 
 #: (state, trigger) -> destination; for time_out the destination depends on has_timeout_exit.
@@ -1097,6 +1100,17 @@ REFERENCE_TABLE: dict[tuple[str, str], str | dict[bool, str]] = {
     ("resuming", "cancel"): "cancelled",
     ("idle", "edit"): "idle",  # change_params is a self-loop while idle or paused
     ("paused", "edit"): "paused",
+    # A message while a turn is open (input policies): enqueue waits (a self-loop), interrupt
+    # and merge end the open turn cancelled (the new turn is a new idle turn's start).
+    ("running", "queue"): "running",
+    ("paused", "queue"): "paused",
+    ("resuming", "queue"): "resuming",
+    ("running", "interrupt"): "cancelled",
+    ("paused", "interrupt"): "cancelled",
+    ("resuming", "interrupt"): "cancelled",
+    ("running", "merge"): "cancelled",
+    ("paused", "merge"): "cancelled",
+    ("resuming", "merge"): "cancelled",
 }
 
 

@@ -282,7 +282,10 @@ def test_demo_runs_on_the_real_model(model: tl.LlamaModel) -> None:
     lines: list[str] = []
     run_demo(lines.append, model)
     text = "\n".join(lines)
-    assert "TOOL    the model called check_stock(" in text  # a real, grammar-constrained call
+    # The model's own decisions (scored by likelihood): the item the player named, or none.
+    assert 'the model asks the game: check_stock(item="sword")' in text
+    assert 'the model asks the game: check_stock(item="shield")' in text
+    assert "DECIDE  the model chose no tool: small talk goes to 'chat'" in text
     assert "nobody resumed 'offer' within 1500 ms: its timeout exit goes to 'shrug'" in text
     assert text.count("END     success after 3 pauses") == 2
-    assert "Model: 4 generations (2 grammar-constrained tool calls)" in text
+    assert "<tool_call>" not in text and "<start_of_turn>" not in text  # no raw markup shown

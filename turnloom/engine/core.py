@@ -8,6 +8,10 @@ With a shared store the engine is one worker of several: agent ids come from the
 store, every durable agent in memory is leased to this worker (`leases.LeaseKeeper`), `take`
 claims a stored agent on demand, `evict` lets one go and `adopt_due` restores one whose pause
 deadline came while nobody held it.
+
+The module is longer than 400 lines because every way an agent comes into this engine (created,
+restored from a snapshot or the store, taken from another worker) must take its id, its store
+and its lease by the same rules, and those rules are read best side by side.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..states import TurnState
+from ..states import InputPolicy, TurnState
 from .durable.agent import DurableAgentCore
 from .durable.leases import LeaseKeeper
 from .durable.restore import SnapshotPlan, read_snapshot
@@ -37,6 +41,7 @@ from .turns.agent import AgentCore
 from .turns.agent_tags import checked_tags
 from .turns.dialog.history import check_fits
 from .turns.dialog.messages import dialog_from_messages
+from .turns.input_queue import checked_policy
 from .turns.results import AgentListener
 from .turns.runtime import EngineSettings, Runtime
 
@@ -57,6 +62,8 @@ class AgentPlan:
     dialog: list[Any] | None
     tags: Mapping[str, str]
     durable: bool
+    #: What a message does while the agent's turn is open.
+    input_policy: InputPolicy = InputPolicy.REJECT
 
 
 class EngineCore(Runtime):
@@ -149,15 +156,22 @@ class EngineCore(Runtime):
         dialog: Sequence[Any] | None = None,
         tags: Mapping[str, str] | None = None,
         durable: bool | None = None,
+        input_policy: InputPolicy | str = InputPolicy.REJECT,
     ) -> AgentCore:
         """Validate `graph` and create an agent over it (3003, 3007, 3008 on a bad graph).
 
         `dialog` seeds its conversation (chat messages, see `turns.dialog.messages`; 3007 if
         malformed); `tags` label it (`agent_tags`). `durable`: written through to the store (the
-        default when the engine has one); False keeps this one in memory only.
+        default when the engine has one); False keeps this one in memory only. `input_policy`:
+        what a message does while a turn is open (`InputPolicy`).
         """
         plan = self.prepare_agent(
-            graph, max_steps_per_turn=max_steps_per_turn, dialog=dialog, tags=tags, durable=durable
+            graph,
+            max_steps_per_turn=max_steps_per_turn,
+            dialog=dialog,
+            tags=tags,
+            durable=durable,
+            input_policy=input_policy,
         )
         return self.create_prepared(plan, listener, enable_diagnostics=enable_diagnostics)
 
@@ -169,6 +183,7 @@ class EngineCore(Runtime):
         dialog: Sequence[Any] | None = None,
         tags: Mapping[str, str] | None = None,
         durable: bool | None = None,
+        input_policy: InputPolicy | str = InputPolicy.REJECT,
     ) -> AgentPlan:
         """The first half of `create_agent`: every check and the compile, with its refusals,
         creating nothing. It reads only the models and the store setting, so it may run on a
@@ -187,11 +202,12 @@ class EngineCore(Runtime):
         seeded = None if dialog is None else dialog_from_messages(dialog, "create_agent")
         labels = checked_tags(tags, "create_agent")
         stored = self._durable(durable, "create_agent")
+        policy = checked_policy(input_policy, "create_agent")
         compiled = compile_graph(graph, self._model_error)
         for name, params in compiled.nodes.items():
             if params.uses_model:
                 check_fits("create_agent", name, params, self.models[compiled.model_for(params)])
-        return AgentPlan(compiled, max_steps_per_turn, seeded, labels, stored)
+        return AgentPlan(compiled, max_steps_per_turn, seeded, labels, stored, policy)
 
     def create_prepared(
         self, plan: AgentPlan, listener: AgentListener, *, enable_diagnostics: bool = False
@@ -208,6 +224,7 @@ class EngineCore(Runtime):
             stored,
         )
         agent.tags = plan.tags
+        agent.input_policy = plan.input_policy
         if plan.dialog:
             agent.dialog = plan.dialog
         log.debug("agent.created", agent_id=agent.agent_id, nodes=len(plan.compiled.nodes))

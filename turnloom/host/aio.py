@@ -36,9 +36,10 @@ from ..engine.turns.results import Step, ToolResult, TurnResult
 from ..engine.turns.runtime import EngineSettings
 from ..engine.turns.turn import Turn
 from ..protocol.codes import code_for, rejected, too_deep
-from ..states import Rejection
+from ..states import InputPolicy, Rejection
 from .api import AsyncAgentAPI, AsyncEngineAPI
 from .dispatch import CallbackDispatch
+from .observing import ObservedEngine, default_observers
 
 T = TypeVar("T")
 
@@ -100,7 +101,8 @@ class AsyncAgent(AsyncAgentAPI):
         try:
             return fn(*args)
         except Rejection as rejection:
-            raise rejected(operation, self._core.agent_id, rejection) from None
+            core = self._core
+            raise rejected(operation, core.agent_id, rejection, core.runtime.observers) from None
         except RecursionError:
             raise too_deep(operation) from None
 
@@ -116,7 +118,20 @@ class AsyncAgent(AsyncAgentAPI):
         turn = self._do("send_message", self._core.send_message, text, step, True)
         if step.done():  # the walk paused or ended inline
             return step.result()
-        return await _step(turn, step)
+        try:
+            return await _step(turn, step)
+        except Rejection as rejection:  # queued, then dropped: the agent was destroyed
+            raise rejected("send_message", self._core.agent_id, rejection) from None
+
+    async def set_input_policy(self, policy: InputPolicy | str) -> None:
+        """What a message does while a turn is open: `InputPolicy` or its value (3007
+        otherwise); at rest only, idle or paused (3004 while a turn runs)."""
+        self._do("set_input_policy", self._core.set_input_policy, policy)
+
+    @property
+    def input_policy(self) -> InputPolicy:
+        """What a message does while a turn is open (`set_input_policy`)."""
+        return self._core.input_policy
 
     async def resume(self, resume_node: str = "", tool_results: Sequence[Any] = ()) -> Step:
         """Resume the paused turn, plainly or jumping to `resume_node`; return at the next step."""
@@ -202,7 +217,7 @@ class AsyncAgent(AsyncAgentAPI):
         return self.dialog
 
 
-class AsyncEngine(AsyncEngineAPI):
+class AsyncEngine(ObservedEngine, AsyncEngineAPI):
     """An embedded engine on the running asyncio loop: `async with AsyncEngine() as engine:`."""
 
     def __init__(
@@ -219,15 +234,21 @@ class AsyncEngine(AsyncEngineAPI):
         asked for by `agent(id)`, which a shared store's workers prefer)."""
         if isinstance(models, ModelBackend):
             models = [models]
+        try:
+            opened = None if store is None else open_store(store)
+        except Rejection as rejection:  # a file that is not a store: 3007 naming it
+            raise rejected("open store", None, rejection) from None
         self.core = EngineCore(
             default_models() if models is None else models,
             clock=clock,
             settings=settings,
             error_code_of=lambda exc: int(code_for(exc)),
-            store=None if store is None else open_store(store),
+            store=opened,
         )
         self._bound = False
         self._load_stored = load_stored
+        self._inspectors = []
+        self.core.observers.extend(default_observers())
 
     def _bind(self) -> None:
         if not self._bound:
@@ -244,7 +265,7 @@ class AsyncEngine(AsyncEngineAPI):
         try:
             core = make(dispatch)
         except Rejection as rejection:
-            raise rejected(operation, None, rejection) from None
+            raise rejected(operation, None, rejection, self.core.observers) from None
         except RecursionError:
             raise too_deep(operation) from None
         return _face(core)
@@ -270,10 +291,12 @@ class AsyncEngine(AsyncEngineAPI):
         dialog: Sequence[ChatMessage] | None = None,
         tags: Mapping[str, str] | None = None,
         durable: bool | None = None,
+        input_policy: InputPolicy | str = InputPolicy.REJECT,
     ) -> AsyncAgent:
         """Validate `graph` and create an agent over it; `dialog` (chat messages, starting with
         the user's) seeds its conversation, `tags` label it (kept in snapshots and the store).
-        With a store, `durable=False` keeps this agent in memory only."""
+        With a store, `durable=False` keeps this agent in memory only. `input_policy`: what a
+        message does while a turn is open (docs/reference/turns.md#input-policies)."""
         self._bind()
         prepare = partial(
             self.core.prepare_agent,
@@ -282,6 +305,7 @@ class AsyncEngine(AsyncEngineAPI):
             dialog=dialog,
             tags=tags,
             durable=durable,
+            input_policy=input_policy,
         )
         # Hundreds of tools or lines (up to 500 ms to check and compile): on a worker thread,
         # so that the loop goes on serving every other agent meanwhile.
@@ -330,6 +354,7 @@ class AsyncEngine(AsyncEngineAPI):
     async def aclose(self) -> None:
         """Cancel every open turn and destroy every agent (with a store, stored agents stay
         stored as they were last written, for the next engine), and close the store."""
+        await self.close_inspectors()
         self.core.close()
 
 

@@ -18,6 +18,7 @@ from ..engine.graph.params import NodeParams
 from ..engine.inference.base import ChatMessage
 from ..engine.inference.info import ModelInfo
 from ..engine.turns.results import Step, TurnResult
+from ..states import InputPolicy
 from .dispatch import DispatchFace
 
 
@@ -50,6 +51,10 @@ class AsyncAgentAPI(DispatchFace, ABC):
     @abstractmethod
     async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
         """Change a node's mutable params (while idle or paused)."""
+
+    @abstractmethod
+    async def set_input_policy(self, policy: InputPolicy | str) -> None:
+        """What a message does while a turn is open (while idle or paused)."""
 
     @abstractmethod
     async def get_params(self, node_name: str) -> NodeParams:

@@ -6,6 +6,10 @@ How a blocking `send_message` / `resume` "returns at the next pause or completio
 wire: the server writes a request's reply before anything the turn does afterwards, so once the
 Ack is in, the next `NodeEvent` paused or `TurnComplete` of that agent is the answer. The
 waiter is registered while the Ack is being read, so no event can slip past it.
+
+The module is longer than 400 lines because that ordering argument is the whole of it: the
+requests that register waiters and the event routing that settles them (steps, queued messages,
+completions) are kept in one file so each can be checked against the other.
 """
 
 from __future__ import annotations
@@ -21,18 +25,26 @@ from ..engine.inference.info import ModelInfo
 from ..engine.support.guards import brief
 from ..engine.support.logs import get_logger
 from ..engine.turns.exchanges import normalize_tool_results
-from ..engine.turns.results import PauseInfo, Step, ToolResult, TurnResult
+from ..engine.turns.results import (
+    MessageEvent,
+    MessageFate,
+    PauseInfo,
+    Step,
+    ToolResult,
+    TurnResult,
+)
 from ..protocol.codes import rejected, too_deep
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.graph_codec import graph_to_wire, node_type_of, params_from_wire, to_plain
 from ..protocol.records import (
+    message_from_wire,
     model_info_from_wire,
     pause_from_wire,
     result_from_wire,
     tool_call_from_wire,
     tool_results_to_wire,
 )
-from ..states import Rejection
+from ..states import InputPolicy, Rejection
 from .api import AsyncAgentAPI, AsyncEngineAPI
 from .connection import Connection
 from .dispatch import CallbackDispatch
@@ -56,6 +68,9 @@ class RemoteAsyncAgent(AsyncAgentAPI):
         self.dispatch = CallbackDispatch(self._send_batch)
         #: Callers waiting for the next pause or completion, and for the next completion.
         self._steps: list[asyncio.Future[Step]] = []
+        #: Callers of a queued message (`enqueue` policy), oldest first: each joins `_steps`
+        #: when the server says its turn started.
+        self._queued: list[asyncio.Future[Step]] = []
         self._completions: list[asyncio.Future[TurnResult | None]] = []
         self._last_result: TurnResult | None = None
         #: The pause the agent stands at, as last reported (None while running or idle).
@@ -90,6 +105,8 @@ class RemoteAsyncAgent(AsyncAgentAPI):
                 self._notify("on_resumed", frame["node_name"], frame["resume_node"])
             elif frame.get("event") == "tool_call":
                 self._notify("on_tool_call", tool_call_from_wire(frame))
+            elif frame.get("event") == "message":
+                self._message(message_from_wire(frame))
             elif kind == "AgentDetached":
                 self._conn.sinks.pop(self._agent_id, None)
                 message = f"agent {self._agent_id} was attached by another session"
@@ -107,6 +124,18 @@ class RemoteAsyncAgent(AsyncAgentAPI):
             getattr(self.dispatch, method)(self._agent_id, *args)
         except Exception:
             log.exception("listener.failed", agent_id=self._agent_id, callback=method)
+
+    def _message(self, event: MessageEvent) -> None:
+        # While messages wait, every turn that starts plainly is the oldest one's: the agent
+        # is busy until the queue is empty (interrupt and merge report their own fates).
+        if event.fate is MessageFate.STARTED and self._queued:
+            self._steps.append(self._queued.pop(0))
+        elif event.fate is MessageFate.DROPPED and self._queued:
+            message = f"agent {self._agent_id} was destroyed while the message waited in its queue"
+            self._queued.pop(0).set_exception(
+                TurnloomError(ErrorCode.AgentAlreadyDestroyed, message)
+            )
+        self._notify("on_message", event)
 
     def _paused(self, info: PauseInfo) -> None:
         self._pause = info
@@ -143,8 +172,8 @@ class RemoteAsyncAgent(AsyncAgentAPI):
 
     def fail(self, error: TurnloomError) -> None:
         """Fail every waiter: the answer it waits for will not come."""
-        waiters: list[asyncio.Future[Any]] = [*self._steps, *self._completions]
-        self._steps, self._completions = [], []
+        waiters: list[asyncio.Future[Any]] = [*self._steps, *self._queued, *self._completions]
+        self._steps, self._queued, self._completions = [], [], []
         for future in waiters:
             if not future.done():
                 future.set_exception(error)
@@ -168,13 +197,18 @@ class RemoteAsyncAgent(AsyncAgentAPI):
     ) -> Step:
         step: asyncio.Future[Step] = self._conn.loop.create_future()
 
+        queued = False
+
         def accepted(frame: dict[str, Any]) -> None:
+            nonlocal queued
             if batch is not None:
                 self.dispatch.drop_batch(batch)
-            self._steps.append(step)
+            # The lists are read now, not before the call: a completion meanwhile replaces them.
+            queued = bool(frame.get("queued"))
+            (self._queued if queued else self._steps).append(step)
 
         await self._call(operation, message, accepted)
-        return await self._waiting(step, self._steps)
+        return await self._waiting(step, self._queued if queued else self._steps)
 
     @staticmethod
     async def _waiting(future: asyncio.Future[Any], waiters: list[Any]) -> Any:
@@ -228,6 +262,11 @@ class RemoteAsyncAgent(AsyncAgentAPI):
         except RecursionError:
             raise too_deep("change_params") from None
         await self._call("change_params", message)
+
+    async def set_input_policy(self, policy: InputPolicy | str) -> None:
+        """What a message does while a turn is open (while idle or paused)."""
+        value = policy.value if isinstance(policy, InputPolicy) else policy
+        await self._call("set_input_policy", {"type": "SetInputPolicy", "input_policy": value})
 
     async def get_params(self, node_name: str) -> NodeParams:
         """A copy of a node's current params."""
@@ -323,10 +362,12 @@ class AsyncRemoteEngine(AsyncEngineAPI):
         enable_diagnostics: bool = False,
         max_steps_per_turn: int = 64,
         durable: bool = False,
+        input_policy: InputPolicy | str = InputPolicy.REJECT,
     ) -> RemoteAsyncAgent:
         """Send `graph` to the server and create an agent over it (3003/3007/3008 if bad).
         `durable` (a server with a store): the agent outlives this session; keep its
-        `resume_token` to `attach_agent` it later."""
+        `resume_token` to `attach_agent` it later. `input_policy`: what a message does while
+        a turn is open."""
         if not isinstance(graph, GraphDescription):
             raise TurnloomError(
                 ErrorCode.InvalidParamValue,
@@ -352,6 +393,8 @@ class AsyncRemoteEngine(AsyncEngineAPI):
         }
         if durable:
             message["durable"] = True
+        if input_policy != InputPolicy.REJECT:  # only then: older servers never see the key
+            message["input_policy"] = str(getattr(input_policy, "value", input_policy))
         return await self._conn.request(message, created)
 
     async def attach_agent(self, agent_id: int, resume_token: str) -> RemoteAsyncAgent:

@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..engine.support.logs import get_logger
-from ..engine.turns.results import AgentListener, PauseInfo, ToolCallEvent, ToolResult, TurnResult
+from ..engine.turns.results import (
+    AgentListener,
+    MessageEvent,
+    PauseInfo,
+    ToolCallEvent,
+    ToolResult,
+    TurnResult,
+)
 
 log = get_logger("turnloom.host")
 
@@ -27,6 +34,7 @@ AnswerTextCallback = Callable[[str, bool, bool], None]
 TurnCompleteCallback = Callable[[TurnResult], None]
 ToolCallWithIdCallback = Callable[[str, str, str], None]
 ToolCallEventCallback = Callable[[ToolCallEvent], None]
+MessageCallback = Callable[[MessageEvent], None]
 #: A registered tool: gets the call, returns the result text (used for AwaitResult only).
 ToolHandler = Callable[[ToolCallEvent], "str | Awaitable[str] | Any"]
 #: Resumes the paused turn plainly with a batch of results. Embedded it runs at once and raises
@@ -41,6 +49,7 @@ class CallbackDispatch(AgentListener):
         "answer_text",
         "auto_resume",
         "kept_batch",
+        "message",
         "paused",
         "resume_batch",
         "resumed",
@@ -58,6 +67,7 @@ class CallbackDispatch(AgentListener):
         self.turn_complete: TurnCompleteCallback | None = None
         self.tool_call_with_id: ToolCallWithIdCallback | None = None
         self.tool_call_event: ToolCallEventCallback | None = None
+        self.message: MessageCallback | None = None
         #: Registered tool handlers by tool name; None until the first (most agents have none).
         self.tools: dict[str, ToolHandler] | None = None
         self.kept_batch: list[ToolResult] | None = None
@@ -107,6 +117,11 @@ class CallbackDispatch(AgentListener):
         self.kept_batch = None
         if self.turn_complete is not None:
             self.turn_complete(result)
+
+    def on_message(self, agent_id: int, event: MessageEvent) -> None:
+        """Call the message callback."""
+        if self.message is not None:
+            self.message(event)
 
     # --- registered tools --------------------------------------------------------------------
 
@@ -240,6 +255,11 @@ class DispatchFace:
     def set_on_tool_call_event(self, callback: ToolCallEventCallback | None) -> None:
         """`callback(ToolCallEvent)` for each notified tool call."""
         self.dispatch.tool_call_event = checked("set_on_tool_call_event", callback, ("event",))
+
+    def set_on_message(self, callback: MessageCallback | None) -> None:
+        """`callback(MessageEvent)` when a message's fate is decided: started, queued,
+        interrupted, merged or dropped (docs/reference/turns.md#input-policies)."""
+        self.dispatch.message = checked("set_on_message", callback, ("event",))
 
     def register_tool(self, name: str, handler: ToolHandler | None) -> None:
         """Run `handler(call)` when a pausing ToolCall pauses on `name`, then resume.

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 from ..engine.durable.snapshot import AgentSnapshot
 from ..engine.graph.builder import GraphDescription
 from ..engine.inference.base import ChatMessage
+from ..states import InputPolicy
 from .aio import AsyncAgent, AsyncEngine
 from .api import AsyncAgentAPI
 from .loop_thread import LoopThread
@@ -71,10 +72,12 @@ class DurableEngineFace(Generic[A]):
         dialog: Sequence[ChatMessage] | None = None,
         tags: Mapping[str, str] | None = None,
         durable: bool | None = None,
+        input_policy: InputPolicy | str = InputPolicy.REJECT,
     ) -> A:
         """Validate `graph` and create an agent over it (3003/3007/3008 on a bad graph);
         `dialog` (chat messages, starting with the user's) seeds its conversation, `tags` label
-        it. With a store, `durable=False` keeps this agent in memory only."""
+        it. With a store, `durable=False` keeps this agent in memory only. `input_policy`: what
+        a message does while a turn is open (docs/reference/turns.md#input-policies)."""
         agent = self._runner.block(
             self._engine.create_agent(
                 graph,
@@ -83,6 +86,7 @@ class DurableEngineFace(Generic[A]):
                 dialog=dialog,
                 tags=tags,
                 durable=durable,
+                input_policy=input_policy,
             ),
             "create_agent",
         )

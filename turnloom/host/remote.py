@@ -14,6 +14,7 @@ from typing import Any
 
 from ..engine.graph.builder import GraphDescription
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
+from ..states import InputPolicy
 from .client import AsyncRemoteEngine
 from .connection import Connection, check_auth_key, client_context
 from .loop_thread import LoopThread, wait_limit
@@ -80,15 +81,18 @@ class RemoteEngine(EngineFace):
         enable_diagnostics: bool = False,
         max_steps_per_turn: int = 64,
         durable: bool = False,
+        input_policy: InputPolicy | str = InputPolicy.REJECT,
     ) -> Agent:
         """Create an agent on the server (3003/3007/3008 on a bad graph). `durable` (a server
-        with a store): it outlives this session; keep `agent.resume_token` to attach it again."""
+        with a store): it outlives this session; keep `agent.resume_token` to attach it again.
+        `input_policy`: what a message does while a turn is open."""
         agent = self._runner.block(
             self._engine.create_agent(
                 graph,
                 enable_diagnostics=enable_diagnostics,
                 max_steps_per_turn=max_steps_per_turn,
                 durable=durable,
+                input_policy=input_policy,
             ),
             "create_agent",
         )

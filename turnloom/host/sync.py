@@ -22,11 +22,13 @@ from ..engine.inference.info import ModelInfo
 from ..engine.support.clock import Clock
 from ..engine.turns.results import Step, TurnResult
 from ..engine.turns.runtime import EngineSettings
+from ..states import InputPolicy
 from .aio import AsyncEngine
 from .api import AsyncAgentAPI, AsyncEngineAPI
 from .dispatch import CallbackDispatch, DispatchFace
 from .durable import DurableAgentFace, DurableEngineFace
 from .loop_thread import LoopThread
+from .observing import ObservedEngineFace
 
 
 class Agent(DurableAgentFace, DispatchFace):
@@ -65,8 +67,14 @@ class Agent(DurableAgentFace, DispatchFace):
         return self._runner.block(self._agent.send_message(text), "send_message", timeout)
 
     def send_message_async(self, text: str) -> concurrent.futures.Future[Step]:
-        """`send_message` without blocking."""
+        """`send_message` without blocking (with the `enqueue` input policy, the future of a
+        queued message resolves once its own turn pauses or ends)."""
         return self._runner.submit(self._agent.send_message(text))
+
+    def set_input_policy(self, policy: InputPolicy | str) -> None:
+        """What a message does while a turn is open (docs/reference/turns.md#input-policies):
+        `InputPolicy` or its value (3007 otherwise); at rest only (3004 while a turn runs)."""
+        self._runner.block(self._agent.set_input_policy(policy), "set_input_policy")
 
     def resume(
         self,
@@ -186,7 +194,7 @@ class EngineFace:
         self._runner.stop()
 
 
-class Engine(DurableEngineFace[Agent], EngineFace):
+class Engine(DurableEngineFace[Agent], ObservedEngineFace, EngineFace):
     """An embedded engine: agents in this process, the engine loop on a background thread.
 
     `store=` ("game.db", a `redis://` URL or a `Store`) makes its agents durable

@@ -8,9 +8,12 @@ failed argument guard) and never a code; this module decides the code
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..engine.support import rejections as r
 from ..engine.support.logs import get_logger
 from ..engine.turns import results
+from ..engine.turns.observers import TurnObserver, tell
 from ..states import IllegalTransition, Rejection, Trigger
 from .errors import ErrorCode, TurnloomError
 
@@ -35,6 +38,7 @@ REFUSED_TRIGGER_CODES: dict[Trigger, ErrorCode] = {
 CODES: dict[type[BaseException], ErrorCode] = {
     r.UnknownAgent: ErrorCode.InvalidAgentId,
     r.HeldElsewhere: ErrorCode.AgentBusy,
+    r.QueueFull: ErrorCode.AgentBusy,
     r.AgentDestroyed: ErrorCode.AgentAlreadyDestroyed,
     r.GraphCompilationFailed: ErrorCode.GraphCompilationFailed,
     r.UnknownNode: ErrorCode.UnknownNode,
@@ -63,9 +67,17 @@ def code_for(exc: BaseException) -> ErrorCode:
     raise LookupError(f"no error code for {type(exc).__name__}")
 
 
-def rejected(operation: str, agent_id: int | None, rejection: Rejection) -> TurnloomError:
-    """Log a rejection with its code and turn it into the host-facing error."""
+def rejected(
+    operation: str,
+    agent_id: int | None,
+    rejection: Rejection,
+    observers: Sequence[TurnObserver] = (),
+) -> TurnloomError:
+    """Log a rejection with its code and turn it into the host-facing error; the engine's
+    `observers` (if given) hear of it."""
     error = TurnloomError(code_for(rejection), rejection.message)
+    if observers:
+        tell(observers, "rejected", agent_id, operation, int(error.code), rejection.message)
     log.info(
         "rejected",
         operation=operation,

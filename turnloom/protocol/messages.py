@@ -51,6 +51,8 @@ REQUESTS: dict[str, tuple[Field, ...]] = {
         Field("enable_diagnostics", "any", default=False),
         Field("max_steps_per_turn", "any", default=64),
         Field("durable", "bool", default=False),
+        # "any": checked by the engine (3007 naming the policies).
+        Field("input_policy", "any", default="reject"),
     ),
     # "any": a token of the wrong type is a wrong token (3001), like any other.
     "AttachAgent": (AGENT_ID, Field("resume_token", "any", default=None)),
@@ -70,6 +72,7 @@ REQUESTS: dict[str, tuple[Field, ...]] = {
     "GetAgentParam": (AGENT_ID, Field("node_name", "any", required=True)),
     "GetAgentState": (AGENT_ID,),
     "Cancel": (AGENT_ID,),
+    "SetInputPolicy": (AGENT_ID, Field("input_policy", "any", required=True)),
     "ListModels": (),
 }
 
@@ -85,6 +88,7 @@ OPERATIONS: dict[str, str] = {
     "GetAgentParam": "get_params",
     "GetAgentState": "wait",
     "Cancel": "cancel",
+    "SetInputPolicy": "set_input_policy",
     "ListModels": "list_models",
 }
 

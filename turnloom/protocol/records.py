@@ -6,12 +6,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine.inference.info import ModelInfo
-from ..engine.turns.results import PauseInfo, ToolCallEvent, ToolResult, TurnResult, TurnStatus
+from ..engine.turns.results import (
+    MessageEvent,
+    MessageFate,
+    PauseInfo,
+    ToolCallEvent,
+    ToolResult,
+    TurnResult,
+    TurnStatus,
+)
 
 
 def tool_call_to_wire(event: ToolCallEvent) -> dict[str, Any]:
     """A tool-call event as a map (docs/reference/tools.md#tool-call-events)."""
-    return {
+    wire: dict[str, Any] = {
         "call_id": event.call_id,
         "tool_name": event.tool_name,
         "arguments_json": event.arguments_json,
@@ -19,6 +27,7 @@ def tool_call_to_wire(event: ToolCallEvent) -> dict[str, Any]:
         "disposition": event.disposition,
         "arguments": event.arguments,
     }
+    return wire
 
 
 def tool_call_from_wire(data: Mapping[str, Any]) -> ToolCallEvent:
@@ -30,6 +39,28 @@ def tool_call_from_wire(data: Mapping[str, Any]) -> ToolCallEvent:
         node_name=data["node_name"],
         disposition=data["disposition"],
         arguments=dict(data.get("arguments") or {}),
+    )
+
+
+def message_to_wire(event: MessageEvent) -> dict[str, Any]:
+    """A message's fate as the fields of a `NodeEvent` (event "message")."""
+    return {
+        "turn_id": event.turn_id or None,
+        "text": event.text,
+        "fate": event.fate.value,
+        "replaced_turn_id": event.replaced_turn_id or None,
+        "queued": event.queued,
+    }
+
+
+def message_from_wire(data: Mapping[str, Any]) -> MessageEvent:
+    """The event a `message_to_wire` map describes."""
+    return MessageEvent(
+        text=data["text"],
+        fate=MessageFate(data["fate"]),
+        turn_id=data.get("turn_id") or 0,
+        replaced_turn_id=data.get("replaced_turn_id") or 0,
+        queued=int(data.get("queued") or 0),
     )
 
 

@@ -15,6 +15,7 @@ from ..engine.core import AgentPlan
 from ..engine.graph.fields import params_to_mapping
 from ..engine.support.guards import brief
 from ..engine.support.logs import get_logger
+from ..engine.turns.observers import tell
 from ..engine.turns.param_change import (
     HEAVY,
     commit_params,
@@ -106,10 +107,14 @@ class SessionAnswers(SessionRequests):
         self, kind: str, fields: dict[str, Any], request_id: Any, error: Exception
     ) -> dict[str, Any]:
         """The ErrorResponse of a request that raised `error` (called in its except block)."""
+        observers = self.engine_core.observers
         if isinstance(error, (FrameError, TurnloomError)):
+            if observers:
+                agent_id = fields.get("agent_id")
+                tell(observers, "rejected", agent_id, kind, int(error.code), error.message)
             return error_response(error.code, error.message, request_id)
         if isinstance(error, Rejection):
-            refusal = rejected(OPERATIONS[kind], fields.get("agent_id"), error)
+            refusal = rejected(OPERATIONS[kind], fields.get("agent_id"), error, observers)
             return error_response(refusal.code, refusal.message, request_id)
         if isinstance(error, RecursionError):  # a value nested too deep: refused as embedded
             refusal = too_deep(OPERATIONS[kind])
@@ -163,6 +168,7 @@ class SessionAnswers(SessionRequests):
                 max_steps_per_turn=fields["max_steps_per_turn"],
                 tags=tags,
                 durable=fields["durable"],
+                input_policy=fields["input_policy"],
             )
 
         plan: AgentPlan = yield prepare

@@ -9,8 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.turns.agent import AgentCore
-from ..engine.turns.results import AgentListener, PauseInfo, ToolCallEvent, TurnResult
-from ..protocol.records import pause_to_wire, result_to_wire, tool_call_to_wire
+from ..engine.turns.results import (
+    AgentListener,
+    MessageEvent,
+    PauseInfo,
+    ToolCallEvent,
+    TurnResult,
+)
+from ..protocol.records import message_to_wire, pause_to_wire, result_to_wire, tool_call_to_wire
+from ..states import InputPolicy
 
 
 class SessionEvents(AgentListener):
@@ -90,3 +97,18 @@ class SessionEvents(AgentListener):
         """Send a TurnComplete."""
         self.turn_ended = True
         self.send({"type": "TurnComplete", "agent_id": agent_id, **result_to_wire(result)})
+
+    def on_message(self, agent_id: int, event: MessageEvent) -> None:
+        """Send a NodeEvent message, for an agent whose input policy is not `reject` (under
+        `reject` a message starts a turn or is refused, which the request's answer says)."""
+        core = self.agents.get(agent_id)
+        if core is None or core.input_policy is InputPolicy.REJECT:
+            return
+        self.send(
+            {
+                "type": "NodeEvent",
+                "event": "message",
+                "agent_id": agent_id,
+                **message_to_wire(event),
+            }
+        )

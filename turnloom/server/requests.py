@@ -25,7 +25,7 @@ from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import PROTOCOL_VERSION
 from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
 from ..protocol.records import model_info_to_wire, pause_to_wire, result_to_wire
-from ..states import TurnState
+from ..states import InputPolicy, TurnState
 from .attach import DIGEST_TAG, new_token, tags_open, token_opens
 from .auth import MAX_AUTH_FAILURES, AuthKey, refusal
 from .events import SessionEvents
@@ -147,6 +147,7 @@ class SessionRequests(SessionEvents):
             max_steps_per_turn=fields["max_steps_per_turn"],
             tags=tags,
             durable=fields["durable"],
+            input_policy=fields["input_policy"],
         )
         return self.created(core, token)
 
@@ -218,8 +219,17 @@ class SessionRequests(SessionEvents):
         core = self.agent(fields)
         if core.turn.state is TurnState.IDLE:  # else the engine's own refusal (3004) answers
             self.open_turn_refusal()
+        queued = core.turn.state is not TurnState.IDLE and core.input_policy is InputPolicy.ENQUEUE
         turn = core.send_message(fields["text"])
+        if queued:  # its turn starts later: a NodeEvent message (fate started) says which
+            return {"type": "Ack", "agent_id": core.agent_id, "turn_id": None, "queued": True}
         return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}
+
+    def set_input_policy(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """SetInputPolicy: what a message does while the agent's turn is open."""
+        core = self.agent(fields)
+        core.set_input_policy(fields["input_policy"])
+        return {"type": "Ack", "agent_id": core.agent_id}
 
     def resume(self, fields: dict[str, Any]) -> dict[str, Any]:
         """ResumeAgent: resume the paused turn, plainly, by jump, or with tool results."""
@@ -307,5 +317,6 @@ HANDLERS: dict[str, Handler] = {
     "GetAgentParam": SessionRequests.get_params,
     "GetAgentState": SessionRequests.get_state,
     "Cancel": SessionRequests.cancel,
+    "SetInputPolicy": SessionRequests.set_input_policy,
     "ListModels": SessionRequests.list_models,
 }

@@ -38,6 +38,28 @@ class Trigger(StrEnum):
     CANCEL = "cancel"
     #: `change_params`: a self-loop, legal only where a node's params may change.
     EDIT = "edit"
+    #: A message for an agent whose turn is open, under the `enqueue` input policy: a
+    #: self-loop; the message waits and starts the next turn when this one ends.
+    QUEUE = "queue"
+    #: ... under `interrupt`: the open turn ends cancelled and the message starts a new turn.
+    INTERRUPT = "interrupt"
+    #: ... under `merge`: the open turn ends cancelled and a new turn gets both messages.
+    MERGE = "merge"
+
+
+class InputPolicy(StrEnum):
+    """What a message does when it arrives while the agent's turn is open (running or paused)
+    (docs/reference/turns.md#input-policies)."""
+
+    #: Refused with 3004 AgentBusy; nothing changes.
+    REJECT = "reject"
+    #: Queued (up to the engine's `max_queued_messages`); it runs as the next turn.
+    ENQUEUE = "enqueue"
+    #: The open turn is cancelled (its partial reply left out of the dialog); the message
+    #: starts a new turn at once.
+    INTERRUPT = "interrupt"
+    #: As interrupt, and the new turn's user message holds both player messages.
+    MERGE = "merge"
 
 
 class Transition(NamedTuple):
@@ -69,7 +91,21 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(T.CANCEL, (S.RUNNING, S.PAUSED, S.RESUMING), S.CANCELLED),
     Transition(T.EDIT, (S.IDLE,), S.IDLE),
     Transition(T.EDIT, (S.PAUSED,), S.PAUSED),
+    Transition(T.QUEUE, (S.RUNNING,), S.RUNNING),
+    Transition(T.QUEUE, (S.PAUSED,), S.PAUSED),
+    Transition(T.QUEUE, (S.RESUMING,), S.RESUMING),
+    Transition(T.INTERRUPT, (S.RUNNING, S.PAUSED, S.RESUMING), S.CANCELLED),
+    Transition(T.MERGE, (S.RUNNING, S.PAUSED, S.RESUMING), S.CANCELLED),
 )
+
+#: The trigger a message fires on an open turn under each input policy (on an idle turn every
+#: policy fires `start`). `reject` fires `start` too, which the table refuses there: 3004.
+POLICY_TRIGGERS: dict[InputPolicy, Trigger] = {
+    InputPolicy.REJECT: T.START,
+    InputPolicy.ENQUEUE: T.QUEUE,
+    InputPolicy.INTERRUPT: T.INTERRUPT,
+    InputPolicy.MERGE: T.MERGE,
+}
 
 #: The trigger each host operation fires on the agent's current turn
 #: (docs/reference/turns.md#operations-are-triggers).

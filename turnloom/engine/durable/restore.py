@@ -23,6 +23,7 @@ from typing import Any
 
 import msgpack
 
+from ...states import InputPolicy
 from ..graph.builder import (
     CompiledGraph,
     GraphDescription,
@@ -38,7 +39,8 @@ from ..support.rejections import InvalidParamValue
 from ..turns.agent_tags import checked_tags
 from ..turns.dialog.messages import dialog_from_messages
 from ..turns.dialog.projection import Interaction
-from ..turns.results import PauseInfo, ToolCallEvent, TurnResult, TurnStatus
+from ..turns.input_queue import WaitingMessage, checked_policy
+from ..turns.results import MessageFate, PauseInfo, ToolCallEvent, TurnResult, TurnStatus
 from .snapshot import FORMAT, RNG_STATE, VERSION, pack
 
 _CALL_ID = re.compile(r"c([0-9a-f]{8})")
@@ -125,6 +127,8 @@ class SnapshotPlan:
     rng_state: tuple[int, ...] | None
     last_result: TurnResult | None
     turn: PausedTurnPlan | None
+    input_policy: InputPolicy = InputPolicy.REJECT
+    queue: list[WaitingMessage] | None = None
 
     @property
     def max_turn_id(self) -> int:
@@ -197,20 +201,31 @@ def _result(doc: _Doc | None) -> TurnResult | None:
     )
 
 
-def _calls(doc: _Doc, node: str, call_seq: int) -> tuple[ToolCallEvent, ...]:
-    calls = []
+def _calls(doc: _Doc, params: NodeParams, node: str, call_seq: int) -> tuple[ToolCallEvent, ...]:
+    declared = {tool.name for tool in params.tools} if isinstance(params, ToolCallParams) else set()
+    calls: list[ToolCallEvent] = []
     for index, item in enumerate(doc.get("pending_calls", list)):
-        call = _Doc(item, f"{doc.where}.pending_calls[{index}]")
+        where = f"{doc.where}.pending_calls[{index}]"
+        call = _Doc(item, where)
         call_id = call.get("call_id", str)
         match = _CALL_ID.fullmatch(call_id)
         if match is None or int(match.group(1), 16) >= call_seq:
             raise refuse(f"call id {brief(call_id)} was never handed out (call_seq {call_seq})")
+        if any(earlier.call_id == call_id for earlier in calls):
+            # Results are matched to calls by id: two calls with one id could not both be answered.
+            raise refuse(f"{where}.call_id {call_id} is already the id of an earlier pending call")
         if call.get("node_name", str) != node:
             raise refuse(f"call {call_id} belongs to another node than the pause's")
+        tool_name = call.get("tool_name", str)
+        if tool_name not in declared:
+            raise refuse(
+                f"{where}.tool_name {brief(tool_name)} is not a tool node '{node}' declares "
+                f"({', '.join(sorted(declared)) or 'none'})"
+            )
         calls.append(
             ToolCallEvent(
                 call_id=call_id,
-                tool_name=call.get("tool_name", str),
+                tool_name=tool_name,
                 arguments_json=call.get("arguments_json", str),
                 node_name=node,
                 disposition=call.get("disposition", str),
@@ -226,7 +241,7 @@ def _pause(doc: _Doc, params: NodeParams, node: str, call_seq: int) -> PauseInfo
     awaits = doc.get("awaits_results", bool)
     info = PauseInfo(
         node, exit_route, doc.get("pending_target", str), timeout_ms,
-        _calls(doc, node, call_seq), awaits,
+        _calls(doc, params, node, call_seq), awaits,
     )  # fmt: skip
     is_await = (
         isinstance(params, ToolCallParams) and params.disposition is ToolCallDisposition.AwaitResult
@@ -311,7 +326,8 @@ def read_snapshot(data: Any, check_model: ModelCheck) -> SnapshotPlan:
     doc = _Doc(raw, "snapshot")
     if raw.get("format") != FORMAT:
         raise refuse(f"format must be {FORMAT!r}, got {brief(raw.get('format'))}")
-    if raw.get("version") != VERSION:
+    # `True == 1` in Python: the class check keeps a bool (or a float) from passing as the int.
+    if raw.get("version").__class__ is not int or raw.get("version") != VERSION:
         raise refuse(f"version {brief(raw.get('version'))} is not {VERSION}, the one read here")
     graph = _graph(raw.get("graph"), check_model)
     options = doc.sub("options")
@@ -335,4 +351,26 @@ def read_snapshot(data: Any, check_model: ModelCheck) -> SnapshotPlan:
     )
     if raw.get("turn") is not None:
         plan.turn = _turn(doc.sub("turn"), plan, {**graph.nodes, **plan.params})
+    plan.input_policy = checked_policy(
+        options.data.get("input_policy", InputPolicy.REJECT.value), "snapshot: options"
+    )
+    if raw.get("queue") is not None:
+        plan.queue = _queue(doc)
     return plan
+
+
+def _queue(doc: _Doc) -> list[WaitingMessage]:
+    """The waiting messages (an idle agent may hold some: it stopped between a turn's end and
+    the start of the next)."""
+    queue = []
+    fates = (MessageFate.STARTED, MessageFate.INTERRUPTED, MessageFate.MERGED)
+    for index, item in enumerate(doc.get("queue", list)):
+        entry = _Doc(item, f"snapshot.queue[{index}]")
+        fate = entry.get("fate", str)
+        if fate not in fates:
+            raise refuse(f"snapshot.queue[{index}].fate must be one of {[f.value for f in fates]}")
+        replaced = entry.count("replaced")
+        queue.append(WaitingMessage(entry.get("text", str), None, MessageFate(fate), replaced))
+    if not queue:
+        raise refuse("snapshot.queue, when present, holds at least one message")
+    return queue

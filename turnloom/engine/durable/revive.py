@@ -28,8 +28,12 @@ def apply_snapshot(agent: AgentCore, plan: SnapshotPlan) -> None:
     if plan.rng_state is not None:
         agent.rng.setstate((3, plan.rng_state, None))
     agent.last_result = plan.last_result
+    agent.input_policy = plan.input_policy
+    agent.queue = plan.queue
     if plan.turn is not None:
         _restore_turn(agent, plan.turn)
+    elif plan.queue:  # stopped between a turn's end and the next's start: start it now
+        agent.runtime.loop.call_soon(agent.start_queued)
 
 
 def _restore_turn(agent: AgentCore, saved: PausedTurnPlan) -> None:

@@ -17,7 +17,9 @@ The document (version 1), as `AgentSnapshot.to_dict()` shows it:
     graph         the graph as `graph_data.graph_to_data` writes it. In the bytes form it is
                   itself a msgpack document (a `bin`): identical graphs are identical bytes, so
                   restoring many agents of one graph decodes and checks it once.
-    options       {"enable_diagnostics": bool, "max_steps_per_turn": int}
+    options       {"enable_diagnostics": bool, "max_steps_per_turn": int}, and
+                  "input_policy" when it is not "reject"
+    queue         only when messages wait (`enqueue` input policy): [{text, fate, replaced}]
     params        {node: fields} for the nodes whose params differ from the graph's
     dialog        flat chat messages (`turns.dialog.messages`)
     call_seq      how many call ids it has handed out (the next is `c%08x` of this)
@@ -50,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
+from ...states import InputPolicy
 from ..graph.builder import CompiledGraph
 from ..graph.data import graph_to_data
 from ..graph.fields import params_to_mapping
@@ -202,7 +205,7 @@ def snapshot_document(agent: AgentCore) -> dict[str, Any]:
     clock = agent.runtime.clock
     offset = absolute_offset(clock)
     turn = agent.turn
-    return {
+    document: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "agent_id": agent.agent_id,
@@ -223,6 +226,13 @@ def snapshot_document(agent: AgentCore) -> dict[str, Any]:
         "saved_at": clock.now() + offset,
         "turn": _paused_turn(turn, offset) if turn.pause is not None else None,
     }
+    if agent.input_policy is not InputPolicy.REJECT:  # only then: most agents keep the default
+        document["options"]["input_policy"] = agent.input_policy.value
+    if agent.queue:
+        document["queue"] = [
+            {"text": m.text, "fate": m.fate.value, "replaced": m.replaced} for m in agent.queue
+        ]
+    return document
 
 
 def take_snapshot(agent: AgentCore) -> AgentSnapshot:

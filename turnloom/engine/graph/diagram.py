@@ -1,9 +1,10 @@
 """Drawings of an agent graph for the people who design it.
 
-Nodes show their type, whether the turn pauses after them and how long such a pause waits;
-nodes no exit leads to are marked as reached only by a jump (`resume(node)`). Edges are solid
-when taken at once, dashed when taken on the host's resume, dashed red when a pause times out.
-Each drawing carries a legend saying so.
+Nodes show their type (and are filled with its colour), the tools a ToolCall node offers the
+model, whether the turn pauses after them and how long such a pause waits; nodes no exit leads
+to are marked as reached only by a jump (`resume(node)`). Edges are solid when taken at once,
+dashed when taken on the host's resume, dashed red when a pause times out. Each drawing carries
+a legend saying so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 import graphviz
 
 from .builder import CompiledGraph, GraphDescription, compile_graph
-from .params import NodeParams
+from .params import NodeParams, ToolCallParams
 
 _START = "__start__"
 _END = "__end__"
@@ -23,8 +24,20 @@ _TIMED_OUT = "__timed_out__"
 _TIMEOUT_COLOR = "firebrick"
 _JUMP_COLOR = "gray40"
 
+#: The fill of each node type, so a designer tells the model's nodes from the game's at a glance.
+TYPE_COLORS = {
+    "Generate": "#dbe9f6",
+    "ToolCall": "#fde3c8",
+    "Pause": "#fff4c2",
+    "CannedResponse": "#e2f0d9",
+}
+
 #: The legend's lines, shared by both formats.
 LEGEND = (
+    "blue: the model writes the reply (Generate)",
+    "orange: the model may call one of the listed tools (ToolCall)",
+    "yellow: a pause for the game (Pause)",
+    "green: a fixed line, no model (CannedResponse)",
     "solid arrow: exit taken at once",
     "dashed arrow: exit taken when the host resumes the pause",
     "red dashed arrow: exit taken when the pause times out",
@@ -75,6 +88,9 @@ def _jump_only(graph: CompiledGraph, edges: list[_Edge]) -> set[str]:
 
 def _node_lines(name: str, params: NodeParams, jump_only: bool) -> list[str]:
     lines = [name, params.node_type]
+    if isinstance(params, ToolCallParams):
+        for tool in params.tools:
+            lines.append(f"{tool.name}({', '.join(p.name for p in tool.parameters)})")
     if params.pausing_routes():
         ms = _timeout_ms(params)
         lines.append(f"pauses, times out after {ms} ms" if ms else "pauses, waits for the host")
@@ -95,6 +111,7 @@ def graph_mermaid(graph: CompiledGraph, title: str = "agent") -> str:
         lines.append(f'  {_TIMED_OUT}((("END<br/>pause_timed_out")))')
     for name, params in graph.nodes.items():
         lines.append(f'  {name}["{"<br/>".join(_node_lines(name, params, name in jump_only))}"]')
+        lines.append(f"  class {name} {params.node_type.lower()}")
         if params.pausing_routes():
             lines.append(f"  class {name} pausing")
         if name in jump_only:
@@ -109,6 +126,8 @@ def graph_mermaid(graph: CompiledGraph, title: str = "agent") -> str:
             timeout_links.append(str(index))
     lines.append(f'  legend["{"<br/>".join(("Legend", *LEGEND))}"]')
     lines.append("  class legend legend")
+    for node_type, color in TYPE_COLORS.items():
+        lines.append(f"  classDef {node_type.lower()} fill:{color}")
     lines.append("  classDef pausing stroke-dasharray: 5 5")
     lines.append("  classDef jumponly fill:#eeeeee,stroke:#666666,stroke-dasharray: 2 2")
     lines.append("  classDef legend fill:#ffffff,stroke:#999999,text-align:left")
@@ -137,7 +156,8 @@ def graph_dot(graph: CompiledGraph, title: str = "agent") -> str:
         if name in jump_only:
             style, extra = "rounded,dotted,filled", {"fillcolor": "gray93", "color": _JUMP_COLOR}
         else:
-            style, extra = ("rounded,dashed" if params.pausing_routes() else "rounded"), {}
+            style = "rounded,dashed,filled" if params.pausing_routes() else "rounded,filled"
+            extra = {"fillcolor": TYPE_COLORS.get(params.node_type, "white")}
         dot.node(name, label, shape="box", style=style, **extra)
     dot.edge(_START, graph.start_node)
     for edge in edges:

@@ -77,6 +77,8 @@ class GenerationResult:
 
     text: str
     tokens: int
+    #: Tokens of the prompt as this backend counted them (0: it does not say).
+    prompt_tokens: int = 0
 
 
 class ModelBackend(ABC):

@@ -32,6 +32,10 @@ class HeldElsewhere(Rejection):
     is running there); it can be taken once that worker lets it go."""
 
 
+class QueueFull(Rejection):
+    """The agent's queue of waiting messages (`enqueue` input policy) is at its limit."""
+
+
 class UnknownNode(Rejection):
     """A node name that is not in the agent's graph."""
 

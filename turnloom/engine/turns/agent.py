@@ -14,20 +14,21 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...states import Trigger, TurnState, check, fire, is_legal
+from ...states import POLICY_TRIGGERS, InputPolicy, Trigger, TurnState, check, fire, is_legal
 from ..graph.builder import CompiledGraph, answers_twice
 from ..graph.fields import params_from_mapping
 from ..graph.params import NodeParams, check_mutation
 from ..support.guards import brief, some
 from ..support.logs import get_logger
-from ..support.rejections import AgentDestroyed, InvalidParamValue, UnknownNode
+from ..support.rejections import AgentDestroyed, InvalidParamValue, QueueFull, UnknownNode
 from ..support.teardown import TEARDOWN_STEP_ITEMS, free_later
 from . import executor
 from .agent_tags import NO_TAGS
 from .dialog.history import check_fits
 from .dialog.projection import Interaction
 from .exchanges import check_batch, normalize_tool_results
-from .results import AgentListener, Step, TurnResult, TurnStatus
+from .input_queue import WaitingMessage, checked_policy
+from .results import AgentListener, MessageEvent, MessageFate, Step, TurnResult, TurnStatus
 from .runtime import Runtime
 from .turn import Turn
 
@@ -49,11 +50,13 @@ class AgentCore:
         "dialog",
         "enable_diagnostics",
         "graph",
+        "input_policy",
         "last_result",
         "listener",
         "max_steps",
         "node_state",
         "params",
+        "queue",
         "rng_seed",
         "runtime",
         "tags",
@@ -92,6 +95,10 @@ class AgentCore:
         #: The host's labels for this agent (`agent_tags`); kept in snapshots, never read here.
         self.tags: Mapping[str, str] = NO_TAGS
         self.call_seq = 0
+        #: What a message does while a turn is open (`set_input_policy`).
+        self.input_policy = InputPolicy.REJECT
+        #: The messages waiting for the open turn to end, oldest first (None when none wait).
+        self.queue: list[WaitingMessage] | None = None
 
     @property
     def rng(self) -> random.Random:
@@ -130,6 +137,21 @@ class AgentCore:
         self.notify("on_answer_text", result.text, False, True)
         self.notify("on_turn_complete", result)
         turn.settle_waiters(Step(result=result))
+        if self.queue:
+            self.start_queued()
+
+    def start_queued(self) -> None:
+        """Start the oldest waiting message's turn (the agent is idle: its turn just ended)."""
+        queue = self.queue
+        if not queue or self.destroyed or self.turn.state is not TurnState.IDLE:
+            return
+        message = queue.pop(0)
+        if not queue:
+            self.queue = None
+        turn = self._start(message.text, message.waiter, False)
+        fate = message.fate
+        event = MessageEvent(message.text, fate, turn.turn_id, message.replaced, len(queue))
+        self.notify("on_message", event)
 
     # --- operations --------------------------------------------------------------------------
 
@@ -151,24 +173,69 @@ class AgentCore:
     def send_message(
         self, text: str, waiter: asyncio.Future[Step] | None = None, inline: bool = False
     ) -> Turn:
-        """Start a turn for the user message `text` (`start`; 3004 while a turn is open).
+        """Start a turn for the user message `text` (`start`); while a turn is open, what the
+        input policy says: 3004 (`reject`), queue it (`queue`), or cancel the open turn and
+        start this one (`interrupt`, `merge`) (docs/reference/turns.md#input-policies).
 
-        `waiter` is resolved at the turn's first pause or at its completion; it is registered
-        before the walk starts, so a turn that pauses or ends at once still resolves it.
-        `inline`: walk the first nodes that need no model before returning (`executor`).
+        `waiter` is resolved at the message's turn's first pause or at its completion; it is
+        registered before the walk starts, so a turn that pauses or ends at once still resolves
+        it. `inline`: walk the first nodes that need no model before returning (`executor`).
+        Returns the agent's current turn (the open one, for a queued message).
         """
-        self._check(Trigger.START, "send_message")
+        state = self.turn.state
+        trigger = Trigger.START if state is TurnState.IDLE else POLICY_TRIGGERS[self.input_policy]
+        self._check(trigger, "send_message")
         if not isinstance(text, str):
             raise InvalidParamValue(
                 f"agent {self.agent_id}: send_message: the message must be a string, "
                 f"got {type(text).__name__}"
             )
+        if trigger is Trigger.START:
+            turn = self._start(text, waiter, inline)
+            self.notify("on_message", MessageEvent(text, MessageFate.STARTED, turn.turn_id))
+            return turn
+        open_turn = self.turn
+        queue = self.queue if self.queue is not None else []
+        if trigger is Trigger.QUEUE:
+            limit = self.runtime.settings.max_queued_messages
+            if len(queue) >= limit:
+                raise QueueFull(
+                    f"agent {self.agent_id}: send_message refused: {len(queue)} messages "
+                    f"already wait for turn {open_turn.turn_id} to end "
+                    f"(max_queued_messages {limit})"
+                )
+            fire(open_turn, Trigger.QUEUE)
+            queue.append(WaitingMessage(text, waiter))
+            self.queue = queue
+            self.notify("on_message", MessageEvent(text, MessageFate.QUEUED, queued=len(queue)))
+            return open_turn
+        fate = MessageFate.INTERRUPTED
+        if trigger is Trigger.MERGE:
+            text = f"{open_turn.interaction.user_message}\n{text}"
+            fate = MessageFate.MERGED
+        # First in line: the completion of the cancelled turn starts it (`start_queued`).
+        queue.insert(0, WaitingMessage(text, waiter, fate, open_turn.turn_id))
+        self.queue = queue
+        executor.cancel(self, open_turn, trigger)
+        return self.turn
+
+    def _start(self, text: str, waiter: asyncio.Future[Step] | None, inline: bool) -> Turn:
         turn = self.turn
         turn.begin(self.runtime.next_turn_id(), text, self.enable_diagnostics)
         if waiter is not None:
             turn.add_waiter(waiter)
         executor.start(self, turn, inline)
         return turn
+
+    def set_input_policy(self, policy: InputPolicy | str) -> None:
+        """What a message does while a turn is open: one of `InputPolicy` (3007 otherwise).
+
+        Legal at rest, idle or paused (3004 while a turn runs); messages already waiting stay
+        queued and run in order whatever the new policy.
+        """
+        checked = checked_policy(policy, f"agent {self.agent_id}: set_input_policy")
+        self._check(Trigger.EDIT, "set_input_policy")
+        self.input_policy = checked
 
     def _node(self, node_name: str, operation: str) -> NodeParams:
         params = self.params.get(node_name) if isinstance(node_name, str) else None
@@ -264,8 +331,12 @@ class AgentCore:
     def destroy(self) -> None:
         """Cancel any open turn and refuse every later operation (3002)."""
         self.check_alive("destroy")
+        queue, self.queue = self.queue, None  # the cancel must not start a waiting message
         self.cancel()  # a no-op when no turn is open
         self.destroyed = True
+        for message in queue or ():
+            message.drop(self.agent_id)
+            self.notify("on_message", MessageEvent(message.text, MessageFate.DROPPED))
         self.runtime.forget(self.agent_id)
         self.let_go_of_dialog()
 

@@ -17,6 +17,7 @@ from ..support.logs import get_logger
 from .exchanges import result_message, timeout_result
 from .node_run import INLINE_NODES, TurnOwner, run_node, run_node_inline
 from .nodes import NodeOutcome
+from .observers import tell
 from .results import (
     MaxStepsExceeded,
     PauseInfo,
@@ -42,6 +43,8 @@ _STATUS_OF_STATE = {
 def start(agent: TurnOwner, turn: Turn, inline: bool = False) -> None:
     """Start `turn` at the graph's start node (`inline`: see `_launch`)."""
     fire(turn, Trigger.START)
+    if agent.runtime.observers:
+        tell(agent.runtime.observers, "turn_started", agent, turn)
     if log.debug_on():
         log.debug(
             "turn.started",
@@ -94,6 +97,8 @@ async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
                     return
             params = agent.params[node]
             started = time.perf_counter() if turn.debug_nodes is not None else 0.0
+            if agent.runtime.observers:
+                tell(agent.runtime.observers, "node_started", agent, turn, node)
             outcome = await run_node(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
             if next_node is None:
@@ -123,6 +128,8 @@ def _walk_inline(agent: TurnOwner, turn: Turn, node: str) -> str | None:
                 return node
             _count_step(agent, turn, node)
             started = time.perf_counter() if turn.debug_nodes is not None else 0.0
+            if agent.runtime.observers:
+                tell(agent.runtime.observers, "node_started", agent, turn, node)
             outcome = run_node_inline(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
             if next_node is None:
@@ -150,6 +157,8 @@ def _after_node(
     stops here (the turn paused, or was ended from a callback while the node ran)."""
     if turn.state is not TurnState.RUNNING:
         return None
+    if agent.runtime.observers:
+        tell(agent.runtime.observers, "node_ended", agent, turn, node, outcome.exit_route)
     debug_index = None
     if turn.debug_nodes is not None:
         entry: dict[str, Any] = {
@@ -211,6 +220,8 @@ def _pause(
             pending_exit=route,
             timeout_ms=timeout_ms,
         )
+    if engine.observers:
+        tell(engine.observers, "paused", agent, turn, info)
     agent.notify("on_paused", info, bool(turn.waiters))
     if turn.pause is not None and turn.pause.seq == turn.pause_seq:
         # Still parked (not resumed at once by registered tools): the waiters get the pause.
@@ -258,6 +269,8 @@ def resume(
             resume_node=resume_node,
             next_node=target,
         )
+    if agent.runtime.observers:
+        tell(agent.runtime.observers, "resumed", agent, turn, pause.info.node_name, resume_node)
     agent.notify("on_resumed", pause.info.node_name, resume_node)
     if not inline:
         turn.task = agent.runtime.loop.create_task(_continue(agent, turn, target))
@@ -289,15 +302,25 @@ def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
         timeout_exit=pause.timeout_target,
     )
     if turn.state is TurnState.RESUMING:
+        if agent.runtime.observers:
+            tell(
+                agent.runtime.observers,
+                "resumed",
+                agent,
+                turn,
+                pause.info.node_name,
+                pause.timeout_target,
+            )
         agent.notify("on_resumed", pause.info.node_name, pause.timeout_target)
         turn.task = agent.runtime.loop.create_task(_continue(agent, turn, pause.timeout_target))
     else:
         complete(agent, turn)
 
 
-def cancel(agent: TurnOwner, turn: Turn) -> None:
-    """End an open turn `cancelled`, stopping a running node."""
-    fire(turn, Trigger.CANCEL)
+def cancel(agent: TurnOwner, turn: Turn, trigger: Trigger = Trigger.CANCEL) -> None:
+    """End an open turn `cancelled`, stopping a running node (`trigger`: `cancel`, or the
+    `interrupt` or `merge` of a message that replaces the turn)."""
+    fire(turn, trigger)
     if turn.pause is not None:
         _end_pause(agent, turn)
     task = turn.task
@@ -346,4 +369,6 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
             status=status.value,
             error_code=result.error_code,
         )
+    if agent.runtime.observers:
+        tell(agent.runtime.observers, "turn_ended", agent, turn, result)
     agent.turn_completed(turn, result)

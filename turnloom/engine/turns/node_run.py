@@ -20,6 +20,7 @@ from ..inference.base import ModelBackend
 from ..support.clock import Clock
 from .dialog.projection import Interaction
 from .nodes import RUNNERS, NodeOutcome
+from .observers import GenerationWatch, tell
 from .results import InferenceFailed, ToolCallEvent, TurnFailure, TurnResult
 from .runtime import GenerationMeter, Runtime
 from .turn import Turn
@@ -114,7 +115,18 @@ class _NodeContext:
 
     def emit_tool_call(self, event: ToolCallEvent) -> None:
         if self.turn.state is TurnState.RUNNING:
+            if self.agent.runtime.observers:
+                tell(self.agent.runtime.observers, "tool_called", self.agent, self.turn, event)
             self.agent.notify("on_tool_call", event)
+
+    def generation_watch(self) -> GenerationWatch | None:
+        observers = self.agent.runtime.observers
+        if not observers:
+            return None
+        agent, turn, node = self.agent, self.turn, self.node_name
+        return GenerationWatch(
+            lambda record: tell(observers, "generation_ended", agent, turn, node, record)
+        )
 
     def node_state(self) -> dict[str, Any]:
         if self.agent.node_state is None:

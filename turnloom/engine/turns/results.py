@@ -48,6 +48,35 @@ class ToolCallEvent:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
+class MessageFate(enum.StrEnum):
+    """What became of a player message (docs/reference/turns.md#input-policies)."""
+
+    #: It started turn `turn_id`: the agent was idle, or the message waited in the queue.
+    STARTED = "started"
+    #: The agent's turn was open: it waits in the queue (`enqueue` policy).
+    QUEUED = "queued"
+    #: It cancelled the open turn `replaced_turn_id` and started turn `turn_id`.
+    INTERRUPTED = "interrupted"
+    #: As interrupted, and turn `turn_id`'s user message holds both messages.
+    MERGED = "merged"
+    #: It was waiting in the queue when the agent was destroyed: it never ran.
+    DROPPED = "dropped"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEvent:
+    """One player message's fate, reported when it is decided (`AgentListener.on_message`)."""
+
+    text: str
+    fate: MessageFate
+    #: The turn the message started (0 while it is queued, or when it was dropped).
+    turn_id: int = 0
+    #: The open turn it cancelled (interrupted, merged), else 0.
+    replaced_turn_id: int = 0
+    #: How many messages wait in the queue after this event.
+    queued: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class PauseInfo:
     """Where a turn is paused: the node that paused and the exit it would take
@@ -141,6 +170,9 @@ class AgentListener:
 
     def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
         """The turn reached a terminal state (exactly once per turn)."""
+
+    def on_message(self, agent_id: int, event: MessageEvent) -> None:
+        """What became of a player message: started, queued, interrupted, merged, dropped."""
 
 
 @dataclass(frozen=True, slots=True)

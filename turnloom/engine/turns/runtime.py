@@ -16,6 +16,7 @@ from ..graph.fields import invalid_field, param
 from ..graph.params import MAX_TIMEOUT_MS
 from ..inference.base import ModelBackend
 from ..support.clock import Clock, LoopClock
+from .observers import TurnObserver
 from .stall_watch import StallWatch
 
 #: The largest byte limit a setting takes (2 GiB - 1): far past any frame or result a host sends.
@@ -57,6 +58,11 @@ class EngineSettings:
     max_tool_batch_bytes: int = param(
         512 * 1024, min=0, max=MAX_BYTES, doc="largest tool_results batch, bytes of UTF-8"
     )
+    #: Most messages an agent under the `enqueue` input policy holds while its turn is open
+    #: (docs/reference/turns.md#input-policies); one more is 3004.
+    max_queued_messages: int = param(
+        8, min=1, max=1024, doc="most messages waiting for an agent's open turn to end"
+    )
 
     def __post_init__(self) -> None:
         bad = invalid_field(self)
@@ -90,6 +96,8 @@ class Runtime:
         self.stall_watch = StallWatch(self.clock, self.settings.pause_stall_warn_ms)
         #: Consulted before every inference and told what it cost; None = nothing to meter.
         self.meter: GenerationMeter | None = None
+        #: Engine-wide watchers of every agent (the inspector, traces, metrics): empty = none.
+        self.observers: list[TurnObserver] = []
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Attach the engine (and its clock) to the loop it runs on."""

@@ -18,6 +18,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 
+from ...support.rejections import InvalidParamValue
 from .base import Store
 
 #: The layout this module writes; a file with another is refused.
@@ -33,6 +34,16 @@ class SQLiteStore(Store):
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
         # Opened on the caller's thread, used on the engine loop's: one user at a time.
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            # The first read of the file: a file that is not SQLite fails here, before any
+            # write (switching to WAL would write a header to it).
+            self._db.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise InvalidParamValue(
+                f"store {os.fspath(path)!r} is not a SQLite database ({exc}); "
+                "the file was not changed: give the path of a turnloom store or of a new file"
+            ) from None
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous}")
         self._db.execute(

@@ -340,7 +340,7 @@ class LlamaModel(Replies, PromptBudget, LikelihoodScoring, ModelBackend):
             job.stats.tokens_at_cancel = job.stats.tokens
             request.progress.reach(job.stats.tokens_at_cancel)
             raise
-        return GenerationResult(stats.text, stats.tokens)
+        return GenerationResult(stats.text, stats.tokens, stats.prompt_tokens)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every worker has finished the jobs queued so far (cancelled ones too)."""

@@ -308,7 +308,7 @@ class ServedModel(ServedBudget, ModelBackend):
             log.debug(
                 "served.generated", model=self.name, slot=stats.instance, **stats.log_fields()
             )
-        return GenerationResult(stats.text, stats.tokens)
+        return GenerationResult(stats.text, stats.tokens, stats.prompt_tokens)
 
     async def _generate(
         self,

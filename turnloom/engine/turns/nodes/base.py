@@ -12,6 +12,7 @@ from ...graph.params import NodeParams
 from ...inference.base import GenerationRequest, GenerationResult, ModelBackend
 from ...support.clock import Clock
 from ..dialog.projection import Interaction
+from ..observers import GenerationWatch
 from ..results import InferenceTimeout, ToolCallEvent
 from ..runtime import GenerationMeter
 
@@ -93,6 +94,10 @@ class NodeContext(Protocol):
         """Per-agent scratch state of this node (survives across turns)."""
         ...
 
+    def generation_watch(self) -> GenerationWatch | None:
+        """A timer of one generation for the engine's observers (None: it has none)."""
+        ...
+
 
 async def generate_within_budget(
     ctx: NodeContext,
@@ -113,19 +118,55 @@ async def generate_within_budget(
     meter = ctx.meter
     if meter is not None:
         meter.admit(ctx.agent_id)
-    progress.listener = ctx.add_tokens
+    watch = ctx.generation_watch()
+    progress.listener = ctx.add_tokens if watch is None else watch.counting(ctx.add_tokens)
     try:
         result = await _generate_within_budget(ctx, backend, request, on_delta)
-    except BaseException:
+    except BaseException as exc:
         if meter is not None:  # cancelled or failed: what it produced was still spent
             meter.charge(ctx.agent_id, progress.tokens - before)
+        if watch is not None:
+            _watch_ended(watch, backend, request, 0, progress.tokens - before, exc)
         raise
     finally:
         progress.listener = None
     if meter is not None:
         meter.charge(ctx.agent_id, max(result.tokens, progress.tokens - before))
     ctx.add_tokens(before - progress.tokens)
+    if watch is not None:
+        _watch_ended(watch, backend, request, result.prompt_tokens, result.tokens, None)
     return result
+
+
+def _watch_ended(
+    watch: GenerationWatch,
+    backend: ModelBackend,
+    request: GenerationRequest,
+    prompt_tokens: int,
+    tokens: int,
+    failure: BaseException | None,
+) -> None:
+    error = ""
+    if isinstance(failure, asyncio.CancelledError):
+        error = "cancelled"
+    elif isinstance(failure, InferenceTimeout):
+        error = "timeout"
+    elif failure is not None:
+        error = f"{type(failure).__name__}: {failure}"
+    if not prompt_tokens:  # a backend whose result does not say, but that counts at once
+        try:
+            prompt_tokens = backend.count_tokens_now(request.messages, request.tools) or 0
+        except Exception:  # a count is a nicety here, never a reason to fail the turn
+            prompt_tokens = 0
+    sampling = request.sampling
+    watch.ended(
+        backend.name,
+        prompt_tokens=prompt_tokens,
+        tokens=tokens,
+        max_tokens=sampling.max_tokens,
+        temperature=sampling.temperature,
+        error=error,
+    )
 
 
 async def _generate_within_budget(

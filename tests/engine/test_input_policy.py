@@ -1,0 +1,198 @@
+"""Input policies (docs/reference/turns.md#input-policies): what a player's message does while
+the agent's turn is open, on the embedded faces and over the wire.
+
+The graph pauses at `gate` (1 s timeout, to `say`) and then says a canned line, so a turn is open
+(paused) for as long as the test wants; the clock is virtual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import turnloom as tl
+from turnloom.server import BackgroundServer
+
+GRAPH = (
+    tl.GraphDescription()
+    .add_node("gate", tl.PauseParams(default_exit="say", pause_timeout_ms=1000, timeout_exit="say"))
+    .add_node("say", tl.CannedResponseParams(lines=["ok"]))
+    .set_start_node("gate")
+    .set_default_model_name("mock")
+)
+
+
+def _engine(**settings: Any) -> tl.Engine:
+    return tl.Engine(
+        tl.MockModel("mock"), clock=tl.VirtualClock(), settings=tl.EngineSettings(**settings)
+    )
+
+
+def _users(agent: tl.Agent) -> list[str]:
+    return [m["content"] for m in agent.dialog if m["role"] == "user"]
+
+
+def _fates(agent: tl.Agent) -> list[tuple[str, str, int, int]]:
+    events: list[tuple[str, str, int, int]] = []
+    agent.set_on_message(
+        lambda event: events.append((event.fate.value, event.text, event.turn_id, event.queued))
+    )
+    return events
+
+
+def test_reject_is_3004_and_changes_nothing() -> None:
+    with _engine() as engine:
+        agent = engine.create_agent(GRAPH)
+        assert agent.send_message("first").paused
+        with pytest.raises(tl.AgentBusy, match="send_message refused"):
+            agent.send_message("second")
+        assert agent.wait().pause is not None
+        assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+        assert _users(agent) == ["first"]
+
+
+def test_enqueue_runs_the_message_as_the_next_turn_in_order() -> None:
+    with _engine() as engine:
+        agent = engine.create_agent(GRAPH, input_policy="enqueue")
+        fates = _fates(agent)
+        first = agent.send_message("first")
+        later = [agent.send_message_async(text) for text in ("second", "third")]
+        assert agent.wait().pause is not None  # runs after both sends: they reached the agent
+        assert first.paused
+        assert fates == [
+            ("started", "first", 1, 0),
+            ("queued", "second", 0, 1),
+            ("queued", "third", 0, 2),
+        ]
+        assert not later[0].done()
+        assert agent.resume().final.status is tl.TurnStatus.SUCCESS  # the first turn ends...
+        second = later[0].result(timeout=10)  # ...and the second starts: its own pause
+        assert second.paused and not later[1].done()
+        assert fates[-1][:2] == ("started", "second") and fates[-1][3] == 1
+        agent.resume()
+        assert later[1].result(timeout=10).paused
+        agent.resume()
+        assert _users(agent) == ["first", "second", "third"]
+
+
+def test_a_full_queue_is_3004_naming_the_limit_and_keeps_the_queue() -> None:
+    with _engine(max_queued_messages=1) as engine:
+        agent = engine.create_agent(GRAPH, input_policy=tl.InputPolicy.ENQUEUE)
+        agent.send_message("first")
+        waiting = agent.send_message_async("second")
+        agent.wait()
+        with pytest.raises(tl.AgentBusy, match=r"max_queued_messages 1"):
+            agent.send_message("third")
+        agent.resume()
+        assert waiting.result(timeout=10).paused
+        agent.resume()
+        assert _users(agent) == ["first", "second"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "joined"), [("interrupt", "second"), ("merge", "first\nsecond")]
+)
+def test_interrupt_and_merge_cancel_the_open_turn_and_start_the_new_one(
+    policy: str, joined: str
+) -> None:
+    with _engine() as engine:
+        agent = engine.create_agent(GRAPH, input_policy=policy)
+        fates = _fates(agent)
+        results: list[tl.TurnResult] = []
+        agent.set_on_turn_complete(results.append)
+        first = agent.send_message("first")
+        step = agent.send_message("second")
+        assert step.paused  # the new turn, paused at its own gate
+        assert [r.status for r in results] == [tl.TurnStatus.CANCELLED]
+        fate, text, turn_id, _ = fates[-1]
+        assert (fate, text) == ("interrupted" if policy == "interrupt" else "merged", joined)
+        assert turn_id > results[0].turn_id
+        assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+        assert _users(agent) == [joined]  # the cancelled turn left nothing in the dialog
+        assert first.paused
+
+
+def test_a_timeout_or_cancel_ends_the_turn_and_the_queue_goes_on() -> None:
+    clock = tl.VirtualClock()
+    with tl.Engine(tl.MockModel("mock"), clock=clock) as engine:
+        agent = engine.create_agent(GRAPH, input_policy="enqueue")
+        agent.send_message("first")
+        second = agent.send_message_async("second")
+        third = agent.send_message_async("third")
+        agent.wait()
+        clock.advance(1.5)  # the first pause times out: its turn ends through `say`
+        assert second.result(timeout=10).paused
+        agent.cancel()
+        assert third.result(timeout=10).paused
+        agent.resume()
+        assert _users(agent) == ["first", "third"]
+
+
+def test_destroy_drops_waiting_messages_with_3002() -> None:
+    with _engine() as engine:
+        agent = engine.create_agent(GRAPH, input_policy="enqueue")
+        fates = _fates(agent)
+        agent.send_message("first")
+        waiting = agent.send_message_async("second")
+        agent.wait()
+        agent.destroy()
+        with pytest.raises(tl.AgentAlreadyDestroyed, match="waited in its queue"):
+            waiting.result(timeout=10)
+        assert fates[-1][:2] == ("dropped", "second")
+
+
+def test_the_policy_changes_at_rest_only_and_is_checked() -> None:
+    with _engine() as engine:
+        agent = engine.create_agent(GRAPH)
+        with pytest.raises(tl.InvalidParamValue, match="reject, enqueue, interrupt, merge"):
+            agent.set_input_policy("shout")
+        with pytest.raises(tl.InvalidParamValue, match="create_agent: input policy"):
+            engine.create_agent(GRAPH, input_policy="later")
+        agent.send_message("first")
+        agent.set_input_policy("interrupt")  # paused is at rest
+        assert agent.send_message("second").paused
+        assert _users(agent) == []
+
+
+def test_the_asyncio_face_awaits_a_queued_message_until_its_turn() -> None:
+    async def main() -> None:
+        async with tl.AsyncEngine(tl.MockModel("mock"), clock=tl.VirtualClock()) as engine:
+            agent = await engine.create_agent(GRAPH, input_policy="enqueue")
+            await agent.send_message("first")
+            queued = asyncio.ensure_future(agent.send_message("second"))
+            await asyncio.sleep(0)
+            assert not queued.done()
+            await agent.resume()
+            assert (await queued).paused
+            await agent.resume()
+            assert [m["content"] for m in agent.dialog if m["role"] == "user"] == [
+                "first",
+                "second",
+            ]
+
+    asyncio.run(main())
+
+
+def test_over_the_wire_policies_and_fates_match_the_embedded_ones(server: BackgroundServer) -> None:
+    with tl.connect(*server.address) as remote:
+        agent = remote.create_agent(GRAPH, input_policy="enqueue")
+        fates = _fates(agent)
+        assert agent.send_message("first").paused
+        waiting = agent.send_message_async("second")
+        agent.wait()
+        assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+        assert waiting.result(timeout=10).paused
+        agent.set_input_policy("merge")
+        step = agent.send_message("third")
+        assert step.paused
+        agent.resume()
+        assert [f[:2] for f in fates] == [
+            ("started", "first"),
+            ("queued", "second"),
+            ("started", "second"),
+            ("merged", "second\nthird"),
+        ]
+        with pytest.raises(tl.InvalidParamValue, match="input policy 'loud'"):
+            agent.set_input_policy("loud")

@@ -1,0 +1,1 @@
+"""Tests of the engine observers, OpenTelemetry spans and Prometheus metrics."""

@@ -1,0 +1,331 @@
+// turnloom inspector: the page's one script. No framework, no build step.
+"use strict";
+
+const STATUS_STATE = { success: "done", error: "failed", cancelled: "cancelled", pause_timed_out: "pause_timed_out" };
+const STUCK_S = 15;
+const page = { agents: new Map(), chosen: null, detail: null, machine: null, svg: false, graphSvg: new Map(), machineSvg: null };
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, props = {}, ...children) => {
+  const node = Object.assign(document.createElement(tag), props);
+  for (const child of children) node.append(child);
+  return node;
+};
+
+async function api(path, body) {
+  const options = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const response = await fetch(path, options);
+  if (response.status === 401) { showLogin(); throw new Error("unauthorized"); }
+  return response;
+}
+
+function showLogin() { $("login").hidden = false; $("main").hidden = true; }
+
+$("login").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const response = await fetch("/api/login", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key: $("key").value }) });
+  if (!response.ok) { $("login-error").textContent = (await response.json()).message; return; }
+  $("login").hidden = true; $("main").hidden = false; start();
+});
+
+// --- the agent list ---------------------------------------------------------------------------
+
+function rowText(agent) {
+  return [agent.id, agent.graph, agent.state, agent.node, Object.entries(agent.tags).map(([k, v]) => `${k}=${v}`).join(" ")].join(" ").toLowerCase();
+}
+
+function renderList() {
+  const filter = $("filter").value.trim().toLowerCase();
+  const pausedOnly = $("only-paused").checked;
+  const agents = [...page.agents.values()].sort((a, b) => (b.paused_for_s ?? -1) - (a.paused_for_s ?? -1) || a.id - b.id);
+  const body = $("agents").tBodies[0];
+  body.replaceChildren();
+  let paused = 0;
+  for (const agent of agents) {
+    if (agent.state === "paused") paused += 1;
+    if (pausedOnly && agent.state !== "paused") continue;
+    if (filter && !rowText(agent).includes(filter)) continue;
+    const row = el("tr", { className: `s-${agent.state}` });
+    row.dataset.agentId = agent.id;
+    if (agent.paused_for_s !== null && agent.paused_for_s >= STUCK_S) row.classList.add("stuck");
+    if (agent.id === page.chosen) row.classList.add("chosen");
+    row.append(
+      el("td", { textContent: agent.id }),
+      el("td", { textContent: agent.graph }),
+      el("td", { className: "state", textContent: agent.state }),
+      el("td", { className: "node", textContent: agent.node }),
+      el("td", { className: "paused-for", textContent: agent.paused_for_s === null ? "" : `${agent.paused_for_s.toFixed(1)} s` }),
+      el("td", { textContent: agent.durable ? "yes" : "" }),
+    );
+    row.addEventListener("click", () => choose(agent.id));
+    body.append(row);
+  }
+  $("counts").textContent = `${page.agents.size} agents, ${paused} paused`;
+}
+
+// --- drawings ---------------------------------------------------------------------------------
+
+// Without Graphviz on the server the page lays a graph out itself: columns by distance from
+// the start, boxes in order, straight arrows.
+function drawLayered(names, edges, start, labels) {
+  const depth = new Map([[start, 0]]);
+  const queue = [start];
+  while (queue.length) {
+    const name = queue.shift();
+    for (const edge of edges) if (edge.source === name && !depth.has(edge.target)) { depth.set(edge.target, depth.get(name) + 1); queue.push(edge.target); }
+  }
+  let deepest = Math.max(0, ...depth.values());
+  for (const name of names) if (!depth.has(name)) depth.set(name, ++deepest);
+  const columns = new Map();
+  for (const name of names) { const d = depth.get(name); if (!columns.has(d)) columns.set(d, []); columns.get(d).push(name); }
+  const W = 150, H = 44, GX = 60, GY = 24, at = new Map();
+  for (const [d, column] of columns) column.forEach((name, i) => at.set(name, { x: 10 + d * (W + GX), y: 10 + i * (H + GY) }));
+  const width = 20 + (Math.max(...columns.keys()) + 1) * (W + GX), height = 20 + Math.max(...[...columns.values()].map((c) => c.length)) * (H + GY);
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.innerHTML = `<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0L10,5L0,10z"/></marker></defs>`;
+  for (const edge of edges) {
+    const a = at.get(edge.source), b = at.get(edge.target);
+    if (!a || !b) continue;
+    const line = document.createElementNS(ns, "line");
+    Object.entries({ x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2, stroke: "#555", "marker-end": "url(#arrow)" }).forEach(([k, v]) => line.setAttribute(k, v));
+    svg.append(line);
+  }
+  for (const name of names) {
+    const p = at.get(name);
+    const g = document.createElementNS(ns, "g");
+    g.setAttribute("class", "node");
+    g.innerHTML = `<title></title><rect x="${p.x}" y="${p.y}" width="${W}" height="${H}" rx="8" fill="#fff" stroke="#333"></rect><text x="${p.x + W / 2}" y="${p.y + H / 2 + 5}" text-anchor="middle"></text>`;
+    g.querySelector("title").textContent = name;
+    g.querySelector("text").textContent = labels ? labels(name) : name;
+    svg.append(g);
+  }
+  return svg;
+}
+
+async function svgOf(url) {
+  const response = await api(url);
+  return response.ok ? response.text() : null;
+}
+
+async function graphDrawing(detail) {
+  const key = detail.graph;
+  if (!page.graphSvg.has(key)) {
+    let svg = page.svg ? await svgOf(`/api/agents/${detail.id}/graph.svg`) : null;
+    if (svg === null) {
+      const data = detail.graph_data;
+      const types = new Map(data.nodes.map((n) => [n.name, n.type]));
+      const names = [...data.nodes.map((n) => n.name), "__end__"];
+      svg = drawLayered(names, data.edges, data.start, (n) => (types.has(n) ? `${n} (${types.get(n)})` : "END")).outerHTML;
+    }
+    page.graphSvg.set(key, svg);
+  }
+  return page.graphSvg.get(key);
+}
+
+async function machineDrawing() {
+  if (page.machineSvg === null) {
+    let svg = page.svg ? await svgOf("/api/machine.svg") : null;
+    if (svg === null) {
+      const m = page.machine;
+      svg = drawLayered(m.states, m.transitions.map((t) => ({ source: t.source, target: t.dest })), m.initial).outerHTML;
+    }
+    page.machineSvg = svg;
+  }
+  return page.machineSvg;
+}
+
+function light(container, name, cls = "lit") {
+  for (const g of container.querySelectorAll("g.node")) {
+    const title = g.querySelector("title");
+    g.classList.toggle(cls, Boolean(name) && title !== null && title.textContent === name);
+  }
+}
+
+// --- the chosen agent -------------------------------------------------------------------------
+
+async function choose(id) {
+  page.chosen = id;
+  renderList();
+  await refreshDetail();
+}
+
+async function refreshDetail() {
+  if (page.chosen === null) return;
+  const response = await api(`/api/agents/${page.chosen}`);
+  if (!response.ok) { $("detail").hidden = true; $("nothing").hidden = false; $("nothing").textContent = `agent ${page.chosen} is gone`; return; }
+  const detail = await response.json();
+  const first = page.detail === null || page.detail.id !== detail.id;
+  page.detail = detail;
+  $("nothing").hidden = true; $("detail").hidden = false;
+  $("title").textContent = `agent ${detail.id} — ${detail.graph} — ${detail.state}${detail.node ? " at " + detail.node : ""}`;
+  const graph = $("graph"), machine = $("machine");
+  const graphSvg = await graphDrawing(detail);
+  if (graph.dataset.key !== detail.graph) { graph.innerHTML = graphSvg; graph.dataset.key = detail.graph; }
+  if (!machine.firstChild) machine.innerHTML = await machineDrawing();
+  light(graph, detail.node);
+  light(machine, detail.state);
+  light(machine, detail.state === "idle" ? STATUS_STATE[detail.last_status] : null, "was");
+  graph.dataset.lit = detail.node; machine.dataset.lit = detail.state;
+  renderActions(detail, first);
+  renderTimeline(detail);
+}
+
+function renderActions(detail, first) {
+  const paused = detail.state === "paused";
+  for (const id of ["resume", "jump", "jump-node"]) $(id).disabled = !paused;
+  $("cancel").disabled = !["running", "paused", "resuming"].includes(detail.state);
+  const info = detail.pause;
+  $("pause-info").textContent = info ? `paused at ${info.node}; a plain resume takes exit "${info.pending_exit}" to ${info.pending_target || "END"}${info.timeout_ms ? `, times out after ${info.timeout_ms} ms` : ", waits for you"}` : "not paused";
+  const results = $("tool-results");
+  results.replaceChildren();
+  if (info && info.awaits_results) {
+    for (const call of info.pending_calls) {
+      const area = el("textarea", { rows: 1, cols: 40, value: "" });
+      area.dataset.callId = call.call_id;
+      results.append(el("div", { className: "field" }, el("label", { textContent: `result of ${call.tool}(${call.arguments}) ${call.call_id}` }), area));
+    }
+  }
+  const nodes = Object.keys(detail.params);
+  if (first) {
+    $("jump-node").replaceChildren(...nodes.map((n) => el("option", { value: n, textContent: n })));
+    $("params-node").replaceChildren(...nodes.map((n) => el("option", { value: n, textContent: n })));
+    renderParams();
+  }
+}
+
+function renderParams() {
+  const detail = page.detail;
+  const node = $("params-node").value;
+  const box = $("params-fields");
+  box.replaceChildren();
+  for (const field of detail.params[node] || []) {
+    let input;
+    if (field.kind === "enum") {
+      input = el("select", {}, ...field.choices.map((c) => el("option", { value: c, textContent: c, selected: c === field.value })));
+    } else if (field.kind === "bool") {
+      input = el("input", { type: "checkbox", checked: Boolean(field.value) });
+    } else if (field.kind === "int" || field.kind === "float") {
+      input = el("input", { type: "number", value: field.value, step: field.kind === "int" ? "1" : "any" });
+    } else if (field.kind === "json") {
+      input = el("textarea", { rows: 2, cols: 40, value: JSON.stringify(field.value) });
+    } else {
+      input = el("textarea", { rows: 2, cols: 40, value: field.value });
+    }
+    input.name = field.name; input.dataset.kind = field.kind; input.dataset.initial = JSON.stringify(field.value);
+    const range = field.min !== null || field.max !== null ? ` (${field.min ?? ""} … ${field.max ?? ""})` : "";
+    box.append(el("div", { className: "field" }, el("label", { textContent: field.name }), input, el("small", { textContent: (field.doc || "") + range })));
+  }
+}
+
+function fieldValue(input) {
+  const kind = input.dataset.kind;
+  if (kind === "bool") return input.checked;
+  if (kind === "int" || kind === "float") return input.value === "" ? null : Number(input.value);
+  if (kind === "json") return JSON.parse(input.value);
+  return input.value;
+}
+
+function say(reply) {
+  const out = $("action-result");
+  if (reply.ok) { out.className = "done"; out.textContent = "done"; }
+  else { out.className = "refusal"; out.textContent = `refused: ${reply.code ?? ""} ${reply.name ?? ""}: ${reply.message}`; }
+}
+
+async function act(action, body) {
+  const response = await api(`/api/agents/${page.chosen}/${action}`, body);
+  say(await response.json());
+  await refreshDetail();
+}
+
+$("resume").addEventListener("click", () => {
+  const results = [...$("tool-results").querySelectorAll("textarea")].map((a) => ({ call_id: a.dataset.callId, result: a.value }));
+  act("resume", { resume_node: "", tool_results: results });
+});
+$("jump").addEventListener("click", () => act("resume", { resume_node: $("jump-node").value, tool_results: [] }));
+$("cancel").addEventListener("click", () => act("cancel", {}));
+$("params-node").addEventListener("change", renderParams);
+$("params").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const values = {};
+  try {
+    for (const input of $("params-fields").querySelectorAll("[name]")) {
+      const value = fieldValue(input);
+      if (JSON.stringify(value) !== input.dataset.initial) values[input.name] = value;
+    }
+  } catch (error) { say({ ok: false, message: `not JSON: ${error.message}` }); return; }
+  act("params", { node: $("params-node").value, values });
+});
+
+// --- the timeline -----------------------------------------------------------------------------
+
+function eventText(e) {
+  switch (e.kind) {
+    case "turn_started": return `user: ${JSON.stringify(e.message)}`;
+    case "node_started": return `${e.node} (${e.node_type})`;
+    case "node_ended": return `${e.node} → exit ${e.exit_route}`;
+    case "generation": return `${e.model}: ${e.prompt_tokens} prompt tokens, ${e.tokens} tokens, first token ${e.seconds_to_first_token === null ? "–" : (e.seconds_to_first_token * 1000).toFixed(1) + " ms"}, ${(e.seconds * 1000).toFixed(1)} ms${e.error ? " (" + e.error + ")" : ""}`;
+    case "tool_call": return `${e.tool}(${e.arguments}) id ${e.call_id} [${e.disposition}]`;
+    case "paused": return `at ${e.node}, pending exit ${e.pending_exit}${e.pending_calls.length ? ", calls " + e.pending_calls.join(", ") : ""}`;
+    case "resumed": return `after ${e.paused_seconds === null ? "?" : e.paused_seconds.toFixed(2) + " s"}${e.resume_node ? ", jump to " + e.resume_node : ""}${Object.keys(e.results).length ? ", results " + JSON.stringify(e.results) : ""}`;
+    case "turn_ended": return `${e.status}${e.error_code ? " " + e.error_code + " " + e.error_message : ""}: ${JSON.stringify(e.text)} (${e.tokens} tokens, ${e.pause_count} pauses, ${e.paused_seconds.toFixed(2)} s paused)`;
+    default: return JSON.stringify(e);
+  }
+}
+
+function renderTimeline(detail) {
+  const list = $("timeline");
+  list.replaceChildren();
+  for (const turn of [...detail.timeline].reverse()) {
+    const events = el("ul");
+    for (const e of turn.events) events.append(el("li", { className: `e-${e.kind}` }, el("span", { className: `k k-${e.kind}`, textContent: e.kind }), ` t=${e.at.toFixed(3)} `, eventText(e)));
+    list.append(el("li", { className: "turn" }, el("strong", { textContent: `turn ${turn.turn_id} ${turn.status || "(open)"}` }), events));
+  }
+}
+
+// --- live -------------------------------------------------------------------------------------
+
+// At most one detail fetch in flight, and one more queued behind it.
+let refreshing = false, refreshAgain = false;
+async function queueRefresh() {
+  if (refreshing) { refreshAgain = true; return; }
+  refreshing = true;
+  try { do { refreshAgain = false; await refreshDetail(); } while (refreshAgain); } finally { refreshing = false; }
+}
+
+function connect() {
+  const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/ws`);
+  socket.onopen = () => { $("live").className = "badge on"; $("live").textContent = "live"; };
+  socket.onclose = () => { $("live").className = "badge off"; $("live").textContent = "reconnecting…"; setTimeout(start, 1000); };
+  socket.onmessage = (message) => {
+    let chosenChanged = false, listChanged = false;
+    for (const item of JSON.parse(message.data)) {
+      if (item.type === "changed") {
+        for (const agent of item.agents) { page.agents.set(agent.id, agent); if (agent.id === page.chosen) chosenChanged = true; }
+        for (const id of item.gone) { page.agents.delete(id); if (id === page.chosen) chosenChanged = true; }
+        listChanged = true;
+      } else if (item.type === "agents") {
+        page.agents = new Map(item.agents.map((a) => [a.id, a])); listChanged = true; chosenChanged = true;
+      } else if (item.type === "resync") { start(); return; }
+    }
+    if (listChanged) renderList();
+    if (chosenChanged) queueRefresh();
+  };
+}
+
+async function start() {
+  let state;
+  try { state = await (await api("/api/state")).json(); } catch (error) { return; }
+  page.machine = state.machine; page.svg = state.svg;
+  page.agents = new Map(state.agents.map((a) => [a.id, a]));
+  renderList();
+  if (page.chosen !== null) refreshDetail();
+  connect();
+}
+
+$("filter").addEventListener("input", renderList);
+$("only-paused").addEventListener("change", renderList);
+// The paused-for column ages by itself between events.
+setInterval(() => { for (const a of page.agents.values()) if (a.paused_for_s !== null) a.paused_for_s += 1; renderList(); }, 1000);
+start();

@@ -1,0 +1,146 @@
+"""Prometheus metrics of an engine's turns (`prometheus-client`, the `metrics` extra).
+
+`TurnMetrics` is an engine observer that counts into its own registry (or the one it is
+given): turns by final status, turns paused now, turn and pause durations, time to the first
+token, tokens, rejections by code and, where a server tells it how, open sessions. Durations
+are on the engine's clock (a virtual one in tests); a turn's duration leaves out the time it
+spent paused, as its diagnostics do. Time to the first token is wall time, as the model took it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..engine.support.extras import install_hint
+from ..engine.turns.observers import GenerationRecord, TurnObserver
+from ..engine.turns.results import PauseInfo, TurnResult
+from ..engine.turns.turn import Turn
+
+try:
+    import prometheus_client as prom
+except ImportError:  # pragma: no cover - exercised by the test that hides the package
+    prom = None  # type: ignore[assignment]
+
+#: Buckets of turn and pause durations, in seconds: a canned line takes microseconds, a
+#: generation seconds, a pause for the game anything up to minutes.
+DURATION_BUCKETS = (0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+#: Buckets of the time to the first token, in seconds.
+FIRST_TOKEN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+def available() -> bool:
+    """Whether `prometheus-client` is installed."""
+    return prom is not None
+
+
+class TurnMetrics(TurnObserver):
+    """Counts an engine's turns into a Prometheus registry (`registry`, a new one if None)."""
+
+    def __init__(self, registry: Any = None) -> None:
+        if prom is None:
+            raise ImportError(f"TurnMetrics needs prometheus-client: {install_hint('metrics')}")
+        self.registry = prom.CollectorRegistry() if registry is None else registry
+        reg = self.registry
+        self.turns = prom.Counter(
+            "turnloom_turns", "Turns ended, by final status.", ["status"], registry=reg
+        )
+        self.paused_now = prom.Gauge("turnloom_turns_paused", "Turns paused now.", registry=reg)
+        self.turn_seconds = prom.Histogram(
+            "turnloom_turn_duration_seconds",
+            "Turn duration, start to completion, less the time it spent paused.",
+            buckets=DURATION_BUCKETS,
+            registry=reg,
+        )
+        self.pause_seconds = prom.Histogram(
+            "turnloom_pause_duration_seconds",
+            "How long a pause lasted, until its resume, timeout or cancel.",
+            buckets=DURATION_BUCKETS,
+            registry=reg,
+        )
+        self.first_token_seconds = prom.Histogram(
+            "turnloom_time_to_first_token_seconds",
+            "Time from a generation's request to its first token, by model.",
+            ["model"],
+            buckets=FIRST_TOKEN_BUCKETS,
+            registry=reg,
+        )
+        self.generated_tokens = prom.Counter(
+            "turnloom_generated_tokens",
+            "Tokens the models generated, by model.",
+            ["model"],
+            registry=reg,
+        )
+        self.prompt_tokens = prom.Counter(
+            "turnloom_prompt_tokens",
+            "Prompt tokens the models were given, by model.",
+            ["model"],
+            registry=reg,
+        )
+        self.generations = prom.Counter(
+            "turnloom_generations",
+            "Generations, by model and outcome (ok, cancelled, timeout, error).",
+            ["model", "outcome"],
+            registry=reg,
+        )
+        self.rejections = prom.Counter(
+            "turnloom_rejections", "Host operations refused, by error code.", ["code"], registry=reg
+        )
+        self.sessions = prom.Gauge("turnloom_sessions_open", "Open wire sessions.", registry=reg)
+        #: Per open turn (agent id, turn id): when it started, on the engine clock.
+        self._started: dict[tuple[int, int], float] = {}
+        #: Per paused turn: when its pause began.
+        self._paused: dict[tuple[int, int], float] = {}
+
+    def count_sessions(self, count: Callable[[], float]) -> None:
+        """Read the open sessions from `count` at each scrape (the server's session count)."""
+        self.sessions.set_function(count)
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus' text format, as a scrape gets it."""
+        return bytes(prom.generate_latest(self.registry))
+
+    # --- the observer ------------------------------------------------------------------------
+
+    def turn_started(self, agent: Any, turn: Turn) -> None:
+        """Note when the turn started."""
+        self._started[agent.agent_id, turn.turn_id] = agent.runtime.clock.now()
+
+    def paused(self, agent: Any, turn: Turn, info: PauseInfo) -> None:
+        """Count the pause and note when it began."""
+        self._paused[agent.agent_id, turn.turn_id] = agent.runtime.clock.now()
+        self.paused_now.set(len(self._paused))
+
+    def resumed(self, agent: Any, turn: Turn, node_name: str, resume_node: str) -> None:
+        """Book the pause that just ended."""
+        self._pause_ended(agent, turn.turn_id)
+
+    def _pause_ended(self, agent: Any, turn_id: int) -> None:
+        began = self._paused.pop((agent.agent_id, turn_id), None)
+        if began is not None:
+            self.pause_seconds.observe(agent.runtime.clock.now() - began)
+            self.paused_now.set(len(self._paused))
+
+    def generation_ended(self, agent: Any, turn: Turn, node: str, record: GenerationRecord) -> None:
+        """Count the generation's tokens and time to the first token."""
+        model = record.model
+        self.generated_tokens.labels(model).inc(record.tokens)
+        self.prompt_tokens.labels(model).inc(record.prompt_tokens)
+        if record.seconds_to_first_token is not None:
+            self.first_token_seconds.labels(model).observe(record.seconds_to_first_token)
+        error = record.error
+        outcome = "ok" if not error else error if error in ("cancelled", "timeout") else "error"
+        self.generations.labels(model, outcome).inc()
+
+    def turn_ended(self, agent: Any, turn: Turn, result: TurnResult) -> None:
+        """Count the turn by status and observe its duration."""
+        self._pause_ended(agent, turn.turn_id)  # a turn cancelled or timed out while paused
+        self.turns.labels(result.status.value).inc()
+        started = self._started.pop((agent.agent_id, turn.turn_id), None)
+        if started is not None:  # not a turn restored from a snapshot mid-way
+            elapsed = agent.runtime.clock.now() - started - result.paused_duration_s
+            self.turn_seconds.observe(max(0.0, elapsed))
+
+    def rejected(self, agent_id: int | None, operation: str, code: int, message: str) -> None:
+        """Count the refusal by its code."""
+        self.rejections.labels(str(code)).inc()

@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     restore_count = args.restore or (10_000 if args.quick else 100_000)
     work = Path(tempfile.mkdtemp(prefix="turnloom-durable-"))
     figures: dict[str, float] = {}
+    server = None
     try:
         runs = [
             ("turnloom, no store, 100 agents", lambda: turnloom_turns(turns, None, fresh=False)),
@@ -194,9 +195,6 @@ def main(argv: list[str] | None = None) -> None:
             seconds = _best(3, run)
             figures[name] = count / seconds
             print(f"{name:40} {count / seconds:10.0f} {seconds / count * 1e6:10.1f}")
-        if server is not None:
-            server[0].terminate()
-            server[0].wait()
         print("LangGraph + Redis saver: not measured (needs Redis Stack's modules)")
         ours = figures["turnloom + SQLite, 100 agents"]
         theirs = figures["LangGraph + SqliteSaver, sync"]
@@ -218,6 +216,9 @@ def main(argv: list[str] | None = None) -> None:
               f"({seconds / restore_count * 1e6:.0f} us/agent)")  # fmt: skip
         print(logged_summary())
     finally:
+        if server is not None:  # also when a variant failed: no redis-server left behind
+            server[0].terminate()
+            server[0].wait()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -8,7 +8,9 @@ operations race each other, the pause timeouts (a few ms) and the model's stream
 Checked after every round, per agent (a failed check is a *violation*, printed and counted):
 
 * every started turn completed exactly once (``on_turn_complete``) and sent exactly one final
-  ``AnswerText`` chunk, whose text is the completion's text;
+  ``AnswerText`` chunk, whose text is the completion's text. The agents get random input
+  policies, and the chaos task also talks over those that are not ``reject`` (queued,
+  interrupting and merging messages), so turns are counted from the message events;
 * every operation either worked or was refused with a ``TurnloomError`` (anything else leaks);
 * after the round no task of the round is left, and no engine timer is still scheduled
   (embedded);
@@ -82,6 +84,11 @@ class Ledger:
     """What one agent did and what its callbacks saw."""
 
     started: int = 0
+    #: Turns started as the message events report them (every policy but `reject` over the
+    #: wire, where only waiting messages are reported): idle starts, queued starts,
+    #: interrupts and merges.
+    starts: int = 0
+    policy: str = "reject"
     completions: list[str] = field(default_factory=list)
     finals: list[str] = field(default_factory=list)
     texts_match: bool = True
@@ -89,6 +96,20 @@ class Ledger:
     def on_answer_text(self, text: str, is_delta: bool, is_final: bool) -> None:
         if is_final:
             self.finals.append(text)
+
+    def on_message(self, event: tl.MessageEvent) -> None:
+        if event.fate in (
+            tl.MessageFate.STARTED,
+            tl.MessageFate.INTERRUPTED,
+            tl.MessageFate.MERGED,
+        ):
+            self.starts += 1
+
+    @property
+    def turns_started(self) -> int:
+        """Every turn that started: from the events, or (`reject`, which the wire does not
+        report) the driver's own count, the only sender of such an agent."""
+        return self.started if self.policy == "reject" else self.starts
 
     def on_turn_complete(self, result: tl.TurnResult) -> None:
         self.completions.append(str(result.status))
@@ -180,13 +201,31 @@ async def drive(
         await attempt(report, "wait_complete", agent.wait_complete())
 
 
-async def chaos(agents: list[Any], rng: random.Random, report: RoundReport) -> None:
-    """Poke random agents while their drivers run, so operations race each other."""
+#: The input policies the agents of a round get, at random; `reject` twice as often.
+POLICIES = ("reject", "reject", "enqueue", "interrupt", "merge")
+
+
+async def chaos(
+    agents: list[Any],
+    ledgers: list[Ledger],
+    rng: random.Random,
+    report: RoundReport,
+    sends: list[asyncio.Future[Any]],
+) -> None:
+    """Poke random agents while their drivers run, so operations race each other; a player
+    talks over the NPCs whose input policy lets them (queued, interrupting, merging)."""
     while True:
         await asyncio.sleep(rng.choice((0, 0.0005, 0.001)))
-        agent = rng.choice(agents)
+        index = rng.randrange(len(agents))
+        agent = agents[index]
         roll = rng.random()
-        if roll < 0.3:
+        if roll < 0.3 and ledgers[index].policy != "reject":
+            text = rng.choice(MESSAGES)
+            # Not awaited here: a queued message answers only once its own turn runs.
+            sends.append(
+                asyncio.ensure_future(attempt(report, "chaos_send", agent.send_message(text)))
+            )
+        elif roll < 0.3:
             await attempt(report, "chaos_cancel", agent.cancel())
         elif roll < 0.6:
             await attempt(report, "chaos_get_params", agent.get_params("door"))
@@ -203,14 +242,18 @@ async def run_round(
     """Create the agents, drive them until the budget is spent, close and check everything."""
     agents, ledgers = [], []
     for _ in range(agents_n):
-        agent = await engine.create_agent(soak_graph(rng.choice((0, 0, 3, 20))))
-        ledger = Ledger()
+        policy = rng.choice(POLICIES)
+        graph = soak_graph(rng.choice((0, 0, 3, 20)))
+        agent = await engine.create_agent(graph, input_policy=policy)
+        ledger = Ledger(policy=policy)
         agent.set_on_answer_text(ledger.on_answer_text)
         agent.set_on_turn_complete(ledger.on_turn_complete)
+        agent.set_on_message(ledger.on_message)
         agents.append(agent)
         ledgers.append(ledger)
     budget = Budget(turns)
-    chaos_task = asyncio.create_task(chaos(agents, rng, report))
+    sends: list[asyncio.Future[Any]] = []
+    chaos_task = asyncio.create_task(chaos(agents, ledgers, rng, report, sends))
     await asyncio.gather(
         *(
             drive(agent, ledger, random.Random(rng.random()), budget, report)
@@ -219,20 +262,25 @@ async def run_round(
     )
     chaos_task.cancel()
     await asyncio.gather(chaos_task, return_exceptions=True)
-    for agent in agents:  # the chaos task may have left a turn open (a stray resume raced)
-        await attempt(report, "final_cancel", agent.cancel())
+    for agent in agents:  # the chaos task may have left turns open, and messages waiting
+        while await attempt(report, "final_cancel", agent.cancel()):
+            pass  # each cancel ends a turn; a waiting message then starts the next
         await attempt(report, "final_wait", agent.wait_complete())
+    await asyncio.gather(*sends)  # every player message has its answer now
     await asyncio.sleep(0.05)  # the last callbacks (over the wire they come as frames)
     for agent, ledger in zip(agents, ledgers, strict=True):
         report.statuses.update(ledger.completions)
         where = f"agent {agent.agent_id}"
-        if len(ledger.completions) != ledger.started:
+        started = ledger.turns_started
+        if len(ledger.completions) != started:
             report.violations.append(
-                f"{where}: {ledger.started} turns started, {len(ledger.completions)} completed"
+                f"{where} ({ledger.policy}): {started} turns started, "
+                f"{len(ledger.completions)} completed"
             )
-        if len(ledger.finals) != ledger.started:
+        if len(ledger.finals) != started:
             report.violations.append(
-                f"{where}: {ledger.started} turns started, {len(ledger.finals)} final chunks"
+                f"{where} ({ledger.policy}): {started} turns started, "
+                f"{len(ledger.finals)} final chunks"
             )
         if not ledger.texts_match:
             report.violations.append(f"{where}: a final chunk's text differs from its completion")

@@ -165,7 +165,9 @@ def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, gram
     graph = _graph(tl, pset, decision)
     result = Run(label)
     for case in cases:
-        agent = engine.create_agent(graph, enable_diagnostics=True)
+        agent = engine.create_agent(
+            graph, enable_diagnostics=True, dialog=list(case.dialog) or None
+        )
         try:
             debug = agent.send_message(case.line).final.debug_info
         finally:
@@ -178,7 +180,8 @@ def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, gram
             calls = [
                 (c["tool_name"], c["arguments"]) for c in node["diagnostics"]["detected_calls"]
             ]
-            print(f"  {label:<18} {cls:<16} {case.line!r} -> {calls}")
+            margin = node["diagnostics"].get("score", {}).get("margin")
+            print(f"  {label:<18} {cls:<16} {case.line!r} -> {calls} margin={margin}")
     return result
 
 
@@ -186,6 +189,21 @@ def _limited(cases: list[Case], limit: int) -> list[Case]:
     if not limit:
         return cases
     return [c for c in cases if c.tool][:limit] + [c for c in cases if not c.tool][:limit]
+
+
+def _print_ratios(sets: list[PromptSet], medians: dict[str, dict[str, float]]) -> None:
+    """Median ms per decision of each six-tool set over the three-tool set's (shop), per row,
+    all from this run (the machine's load hits both alike)."""
+    three = [p.name for p in sets if len(p.tools) == 3]
+    six = [p.name for p in sets if len(p.tools) == 6]
+    if not three or not six:
+        return
+    print(f"\nmedian ms per decision, 6 tools over 3 tools ({three[0]}), this run:")
+    for name in six:
+        for label, ms in medians[name].items():
+            base = medians[three[0]].get(label)
+            if base:
+                print(f"  {name:<8} {label:<18} {ms:7.0f} / {base:7.0f} = {ms / base:.2f}x")
 
 
 def main() -> None:
@@ -219,6 +237,7 @@ def main() -> None:
 
     model = tl.LlamaModel.from_catalog(tl.models.DEFAULT_MODEL, name="m", n_ctx=2048).load()
     started = time.perf_counter()
+    medians: dict[str, dict[str, float]] = {}
     with tl.Engine(model) as engine:
         # One untimed turn first: the first decode of a fresh context is slower.
         first = sets[0]
@@ -228,18 +247,19 @@ def main() -> None:
             need = sum(bool(c.tool) for c in cases)
             print(f"\n## {pset.name} ({pset.note}): {len(cases)} player lines, {need} need one "
                   f"of {len(pset.tools)} tools\n")  # fmt: skip
-            rows = [
-                run(tl, engine, model, label, decision, grammar, pset, cases, args.verbose).row(
-                    cases
-                )
+            runs = [
+                run(tl, engine, model, label, decision, grammar, pset, cases, args.verbose)
                 for label, decision, grammar in variants
             ]
+            rows = [r.row(cases) for r in runs]
+            medians[pset.name] = {r.label: statistics.median(r.millis) for r in runs}
             print_table(
                 ["strategy/grammar", "valid-or-clean", "right decision", "right tool",
                  "right tool + args", "ms/decision"],
                 rows,
             )  # fmt: skip
     model.close()
+    _print_ratios(sets, medians)
     seconds = time.perf_counter() - started
     print(f"\n{len(variants)} variants x {len(sets)} sets in {seconds:.0f} s; "
           "every output classified once, counts checked")  # fmt: skip

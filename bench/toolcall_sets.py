@@ -8,12 +8,23 @@ the tools' words ("the north door looks old") to catch a model that matches word
 - **shop** (22 lines, 3 tools): the customer lines of `bench.llama_bench`, looked at while
   developing (so no longer unseen);
 - **craft** (28 lines, 4 tools, an inventory/crafting domain): held out, written before the
-  tuning it checks and never tuned on. Its figures are the honest ones.
+  tuning it checks and never tuned on;
+- **forge** (`data/forge_dev.json`, 31 lines, 6 tools, a smith): the development set of the
+  six-tool work, tuned on;
+- **tavern** (`data/tavern_heldout.json`, 45 lines, 6 tools, an innkeeper): held out, written
+  first and frozen before any of that tuning. Its figures are the honest ones for six tools.
+
+The two six-tool sets have enum, integer, boolean and free-text arguments, small talk of
+gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
+a line that follows a seeded exchange (the earlier line and the call it made), such as "And two
+more." after a served drink.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bench.llama_bench import SHOP_TOOLS
@@ -30,6 +41,8 @@ class Case:
     line: str
     tool: str | None = None
     arguments: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: Chat messages that seed the agent before the line (earlier turns).
+    dialog: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,4 +247,50 @@ CRAFT = PromptSet(
     ],
 )
 
-SETS = {s.name: s for s in (GAME, SHOP, CRAFT)}
+_DATA = Path(__file__).resolve().parent / "data"
+
+
+def _seeded(before: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The chat messages of earlier turns: each line, then the call it made and its result."""
+    messages: list[dict[str, Any]] = []
+    for index, turn in enumerate(before):
+        messages.append({"role": "user", "content": turn["line"]})
+        for name, arguments in turn.get("call", {}).items():
+            call_id = f"seed{index}"
+            function = {"name": name, "arguments": arguments}
+            messages.append({"role": "assistant", "content": "",
+                             "tool_calls": [{"id": call_id, "type": "function",
+                                             "function": function}]})  # fmt: skip
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
+                             "content": "ok"})  # fmt: skip
+    return tuple(messages)
+
+
+def load_set(path: Path) -> PromptSet:
+    """A prompt set written as JSON (`data/*.json`): tools with their parameters (an `enum`
+    where the values are fixed), a system prompt, and cases (a `before` list seeds turns)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    tools: list[ToolSpec] = []
+    enums: dict[tuple[str, str], tuple[str, ...]] = {}
+    for tool in doc["tools"]:
+        params = [(p["name"], p["type"], p["description"]) for p in tool["parameters"]]
+        tools.append((tool["name"], tool["description"], params))
+        for p in tool["parameters"]:
+            if "enum" in p:
+                enums[(tool["name"], p["name"])] = tuple(p["enum"])
+    cases = [
+        Case(
+            c["line"],
+            c.get("tool"),
+            {k: tuple(v) for k, v in c.get("arguments", {}).items()},
+            _seeded(c.get("before", [])),
+        )
+        for c in doc["cases"]
+    ]
+    return PromptSet(doc["name"], doc["note"], tools, enums, cases, doc.get("system_prompt", ""))
+
+
+FORGE = load_set(_DATA / "forge_dev.json")
+TAVERN = load_set(_DATA / "tavern_heldout.json")
+
+SETS = {s.name: s for s in (GAME, SHOP, CRAFT, FORGE, TAVERN)}

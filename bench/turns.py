@@ -16,6 +16,16 @@ all with default settings (the pause stall warning timer on) unless the name say
 * The bare state machine: the same five events (start, pause, resume, proceed, finish) on a
   ``transitions.Machine`` built per turn from turnloom's table, and fired through turnloom's
   one shared Machine (``turnloom.states.fire``). Nothing else.
+* What seeing inside costs, per face, on Pause -> Generate(mock) (so the node, pause, resume,
+  generation and completion hooks all run): telemetry off (no observer at all); the engine as
+  it comes with opentelemetry-api installed and no provider set (its default tracer is called
+  at every hook and records nothing); spans to a no-op tracer provider (the engine leaves such
+  a tracer out of the turns); the inspector served with no page open (what its recorder costs
+  the turns); and the same with one headless browser watching (bench/watching.py: Debian's
+  chromium via Playwright, in its own process, the first agent chosen so that its timeline
+  refreshes live). Targets: at most 1.05x off without a provider and with the no-op one, at
+  most 1.15x with the inspector. The browser's own CPU time is printed apart: on a machine
+  with few cores it competes with the turns.
 
 Every variant checks its work: each timed turn must have paused and answered "ok". Each is
 warmed up, then timed in ``--repeat`` rounds (default 5) that interleave the variants, so
@@ -23,7 +33,8 @@ background load hits every variant alike; the best round is shown, with the medi
 Each face is compared with its matching peers (asyncio with asyncio, blocking with blocking),
 with the fastest variant of each peer overall, and with its floor.
 
-Run from the repository root: ``.venv/bin/python -m bench.turns [--scale 0.2] [--profile]``.
+Run from the repository root: ``.venv/bin/python -m bench.turns [--scale 0.2] [--profile]``
+(``--only observing`` for the seeing-inside rows alone; the browser rows need chromium).
 """
 
 from __future__ import annotations
@@ -53,6 +64,19 @@ from bench._common import (
 )
 
 AGENTS = 100
+#: The seeing-inside rows: (key suffix, what the row says) and the most each may cost.
+OBSERVING = {
+    "off": "telemetry off",
+    "unset": "OTel API, no provider set",
+    "noop": "OTel spans, no-op provider",
+    "served": "inspector served, no page open",
+    "inspect": "inspector + 1 browser watching",
+}
+#: After each chunk of the side-by-side comparison: long enough for the page's next push and
+#: its fetch of the chosen agent (the inspector pushes every 0.1 s, the page fetches at most
+#: every 0.25 s).
+SETTLE_S = 0.3
+LIMITS = {"unset": 1.05, "noop": 1.05, "served": 1.15, "inspect": 1.15}
 
 
 @dataclass
@@ -75,15 +99,56 @@ class Figure:
 # --- turnloom ----------------------------------------------------------------------------------
 
 
+class Watching:
+    """How a run is observed (`mode`, a key of OBSERVING, or "default": as the engine comes)
+    and, for the inspector, the browser watching; `browser_busy` collects, per timed loop, the
+    browser's CPU seconds per second of turns."""
+
+    def __init__(self, mode: str = "default", browser: Any = None) -> None:
+        self.mode = mode
+        self.browser = browser
+        self.browser_busy: list[float] = []
+        #: Per timed loop, this process's CPU seconds (all its threads) per turn: what the
+        #: turns cost the engine itself, whatever else the machine runs meanwhile.
+        self.cpu_per_turn: list[float] = []
+
+    def set_up(self, engine: Any) -> None:
+        """Give `engine` (either face) this run's observers: as it comes ("default", and
+        "unset": the default tracer, which records nothing until an app sets a provider),
+        none, or a tracer given a no-op provider."""
+        if self.mode in ("default", "unset"):
+            return
+        for observer in engine.observers:  # the default tracer: "off" means no observer
+            engine.remove_observer(observer)
+        if self.mode == "noop":
+            from opentelemetry.trace import NoOpTracerProvider
+
+            from turnloom.telemetry.tracing import TurnTracer
+
+            engine.add_observer(TurnTracer(NoOpTracerProvider()))
+
+    def cpu(self) -> float:
+        return self.browser.cpu_seconds() if self.mode == "inspect" else 0.0
+
+
 async def _turnloom_reused(
-    graph_factory: Callable[[], object], turns: int, profiler: Any = None
+    graph_factory: Callable[[], object],
+    turns: int,
+    profiler: Any = None,
+    watching: Watching | None = None,
 ) -> float:
     """Time `turns` sequential turns over AGENTS agents created (untimed) for this run."""
     import turnloom as tl
 
+    watching = watching or Watching()
     model = tl.MockModel("mock")
     async with tl.AsyncEngine(model) as engine:
+        watching.set_up(engine)
         agents = [await engine.create_agent(graph_factory()) for _ in range(AGENTS)]
+        if watching.mode in ("served", "inspect"):
+            page = await engine.inspect()
+            if watching.mode == "inspect":
+                await asyncio.to_thread(watching.browser.watch, page.url, agents[0].agent_id)
         step = await agents[0].send_message("hi")
         assert step.paused and step.pause.node_name == "gate", step
         step = await agents[0].resume()
@@ -93,32 +158,48 @@ async def _turnloom_reused(
         if profiler is not None:
             profiler.enable()
         paused = answered = 0
+        cpu, own = watching.cpu(), time.process_time()
         t0 = time.perf_counter()
         for i in range(turns):
             agent = agents[i % AGENTS]
             paused += (await agent.send_message("hi")).pause is not None
             answered += bool((await agent.resume()).result.text)  # type: ignore[union-attr]
         seconds = time.perf_counter() - t0
+        watching.cpu_per_turn.append((time.process_time() - own) / turns)
+        watching.browser_busy.append((watching.cpu() - cpu) / seconds)
         if profiler is not None:
             profiler.disable()
         assert paused == answered == turns, (paused, answered)
     return seconds
 
 
-def _turnloom_blocking(turns: int) -> float:
+def _turnloom_blocking(
+    turns: int,
+    graph_factory: Callable[[], Any] = pause_then_canned,
+    watching: Watching | None = None,
+) -> float:
     """The blocking face: the same turns as `_turnloom_reused`, each call blocking."""
     import turnloom as tl
 
+    watching = watching or Watching()
     with tl.Engine(tl.MockModel("mock")) as engine:
-        agents = [engine.create_agent(pause_then_canned()) for _ in range(AGENTS)]
+        watching.set_up(engine)
+        agents = [engine.create_agent(graph_factory()) for _ in range(AGENTS)]
+        if watching.mode in ("served", "inspect"):
+            page = engine.inspect()
+            if watching.mode == "inspect":
+                watching.browser.watch(page.url, agents[0].agent_id)
         gc.collect()
         paused = answered = 0
+        cpu, own = watching.cpu(), time.process_time()
         t0 = time.perf_counter()
         for i in range(turns):
             agent = agents[i % AGENTS]
             paused += agent.send_message("hi").pause is not None
-            answered += agent.resume().result.text == "ok"  # type: ignore[union-attr]
+            answered += bool(agent.resume().result.text)  # type: ignore[union-attr]
         seconds = time.perf_counter() - t0
+        watching.cpu_per_turn.append((time.process_time() - own) / turns)
+        watching.browser_busy.append((watching.cpu() - cpu) / seconds)
         assert paused == answered == turns, (paused, answered)
     return seconds
 
@@ -209,12 +290,38 @@ class Variant:
     warmup: int
     run: Callable[[int], float]
     seconds: list[float] = field(default_factory=list)
+    watching: Watching | None = None
 
     def best(self) -> Figure:
         return Figure(self.name, self.turns, min(self.seconds))
 
     def median_us(self) -> float:
         return statistics.median(self.seconds) / self.turns * 1e6
+
+
+def _observing_variants(n: Callable[[int], int], browser: Any) -> list[Variant]:
+    """Per face, Pause->Generate(mock) with telemetry off, no-op spans, the inspector watched."""
+    variants = []
+    for face in ("async", "block"):
+        for mode, what in OBSERVING.items():
+            if mode == "inspect" and browser is None:
+                continue
+            watching = Watching(mode, browser)
+            if face == "async":
+                name = f"AsyncEngine, Pause->Generate(mock), {what}"
+
+                def run(t: int, w: Watching = watching) -> float:
+                    return asyncio.run(_turnloom_reused(pause_then_generate, t, watching=w))
+            else:
+                name = f"Engine (blocking), Pause->Generate(mock), {what}"
+
+                def run(t: int, w: Watching = watching) -> float:
+                    return _turnloom_blocking(t, pause_then_generate, w)
+
+            variants.append(
+                Variant(f"obs_{face}_{mode}", name, n(3_000), n(500), run, [], watching)
+            )
+    return variants
 
 
 def _variants(n: Callable[[int], int]) -> list[Variant]:
@@ -326,6 +433,20 @@ def _profile(turns: int) -> None:
         stats.sort_stats(key).print_stats(15)
 
 
+def _profile_observing(turns: int, browser: Any) -> None:
+    import cProfile
+    import pstats
+
+    mode = "inspect" if browser is not None else "off"
+    profiler = cProfile.Profile()
+    asyncio.run(_turnloom_reused(pause_then_generate, turns, profiler, Watching(mode, browser)))
+    print(
+        f"\ncProfile of AsyncEngine, Pause->Generate(mock), {OBSERVING[mode]}: the timed loop of "
+        f"{turns} turns (setup excluded), top 25 by own time:"
+    )
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
 def _fastest(figures: dict[str, Figure], *keys: str) -> Figure:
     return min((figures[k] for k in keys), key=lambda f: f.us)
 
@@ -364,6 +485,108 @@ def _print_ratios(figures: dict[str, Figure]) -> None:
     )
 
 
+async def _paired_async(chunks: int, chunk_turns: int, browser: Any) -> dict[str, list[float]]:
+    """Every observing setup of the asyncio face alive at once on one loop, timed in chunks of
+    `chunk_turns` taken in turn: each chunk of a setup runs next to one of telemetry off, so
+    their ratio cancels the load the machine had at that moment. Seconds per chunk (wall time,
+    plus the CPU time of what it left for the loop to do after it), by mode."""
+    import turnloom as tl
+
+    modes = [m for m in OBSERVING if m != "inspect" or browser is not None]
+    engines, agents = {}, {}
+    try:
+        for mode in modes:
+            engine = engines[mode] = tl.AsyncEngine(tl.MockModel("mock"))
+            await engine.__aenter__()
+            Watching(mode, browser).set_up(engine)
+            agents[mode] = [await engine.create_agent(pause_then_generate()) for _ in range(AGENTS)]
+            if mode in ("served", "inspect"):
+                page = await engine.inspect()
+                if mode == "inspect":
+                    await asyncio.to_thread(browser.watch, page.url, agents[mode][0].agent_id)
+        timed: dict[str, list[float]] = {mode: [] for mode in modes}
+        for chunk in range(chunks + 1):  # the first round warms up
+            for mode in modes:
+                crowd, paused, answered = agents[mode], 0, 0
+                t0 = time.perf_counter()
+                for i in range(chunk_turns):
+                    agent = crowd[i % AGENTS]
+                    paused += (await agent.send_message("hi")).pause is not None
+                    answered += bool((await agent.resume()).result.text)  # type: ignore[union-attr]
+                seconds = time.perf_counter() - t0
+                # What the chunk leaves for later (the page's push and its fetch of the agent)
+                # would land in the next setup's chunk: let it run now, and count the CPU it
+                # takes as this chunk's.
+                cpu = time.process_time()
+                await asyncio.sleep(SETTLE_S)
+                seconds += time.process_time() - cpu
+                if chunk:
+                    timed[mode].append(seconds)
+                assert paused == answered == chunk_turns, (mode, paused, answered)
+        return timed
+    finally:
+        for engine in engines.values():
+            await engine.aclose()
+
+
+def _print_paired(timed: dict[str, list[float]]) -> list[str]:
+    """The median of each setup's chunk-by-chunk ratios to telemetry off; the rows over."""
+    over = []
+    off = timed["off"]
+    print(
+        f"\nthe same, AsyncEngine, all setups alive side by side, {len(off)} chunks each, every "
+        "chunk against the telemetry-off chunk run just before it (median of the ratios, and "
+        "their middle half):"
+    )
+    for mode, seconds in timed.items():
+        if mode == "off":
+            continue
+        ratios = sorted(t / o for t, o in zip(seconds, off, strict=True))
+        middle = statistics.median(ratios)
+        low, high = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
+        limit = LIMITS[mode]
+        verdict = "ok" if middle <= limit else f"OVER the {limit:.2f}x target"
+        if middle > limit:
+            over.append(f"AsyncEngine (paired) {OBSERVING[mode]}")
+        print(f"  {OBSERVING[mode]:<32} {middle:5.3f}x off ({low:.3f}-{high:.3f})  {verdict}")
+    return over
+
+
+def _print_observing(figures: dict[str, Figure], variants: list[Variant]) -> list[str]:
+    """Each seeing-inside row against telemetry off on the same face; the rows over target."""
+    over = []
+    by_key = {v.key: v for v in variants}
+    print(
+        "\nseeing inside, against telemetry off on the same face (best rounds): wall time per "
+        "turn, and this process's CPU time per turn (all threads; what the engine itself spent, "
+        "less sensitive to other jobs on the machine)"
+    )
+    for face, label in (("async", "AsyncEngine"), ("block", "Engine (blocking)")):
+        off = figures.get(f"obs_{face}_off")
+        if off is None:
+            continue
+        for mode, limit in LIMITS.items():
+            row = figures.get(f"obs_{face}_{mode}")
+            if row is None:
+                continue
+            ratio = row.us / off.us
+            watching = by_key[f"obs_{face}_{mode}"].watching
+            off_watching = by_key[f"obs_{face}_off"].watching
+            assert watching is not None and off_watching is not None
+            cpu_ratio = min(watching.cpu_per_turn) / min(off_watching.cpu_per_turn)
+            verdict = "ok" if ratio <= limit else f"OVER the {limit:.2f}x target"
+            if ratio > limit:
+                over.append(f"{label} {OBSERVING[mode]}")
+            print(
+                f"  {label:<18} {OBSERVING[mode]:<32} wall {ratio:5.3f}x off  {verdict:<22}"
+                f" CPU {cpu_ratio:5.3f}x off ({min(watching.cpu_per_turn) * 1e6:.1f} us/turn)"
+            )
+            if mode == "inspect" and watching is not None and watching.browser_busy:
+                busy = statistics.median(watching.browser_busy)
+                print(f"  {'':<18} the browser's own CPU meanwhile: {busy:.0%} of one core")
+    return over
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run every variant and print the table and the ratios."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -376,6 +599,23 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--profile", action="store_true", help="also cProfile the turnloom CannedResponse variant"
+    )
+    parser.add_argument(
+        "--profile-observing",
+        action="store_true",
+        help="also cProfile the AsyncEngine run with the inspector watched (the observer path)",
+    )
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=20,
+        help="chunks of 300 turns per setup in the side-by-side comparison of the observing rows",
+    )
+    parser.add_argument(
+        "--only",
+        choices=["all", "observing"],
+        default="all",
+        help="'observing': only the seeing-inside rows (telemetry off, no-op spans, inspector)",
     )
     args = parser.parse_args(argv)
     quiet_logging()
@@ -393,14 +633,31 @@ def main(argv: list[str] | None = None) -> None:
         f"Each variant: one warm-up run, then {args.repeat} timed rounds interleaved with the "
         "other variants (so background load hits all alike); the best round is shown."
     )
-    variants = _variants(n)
-    for v in variants:
-        v.run(v.warmup)
-    for _ in range(args.repeat):
+    from bench import watching
+
+    why_not = watching.available()
+    if why_not is not None:
+        print(f"(the inspector rows are left out: {why_not})")
+    browser = watching.Browser() if why_not is None else None
+    try:
+        variants = [] if args.only == "observing" else _variants(n)
+        variants += _observing_variants(n, browser)
         for v in variants:
-            v.seconds.append(v.run(v.turns))
+            v.run(v.warmup)
+            if v.watching is not None:
+                v.watching.browser_busy.clear()
+                v.watching.cpu_per_turn.clear()
+        for _ in range(args.repeat):
+            for v in variants:
+                v.seconds.append(v.run(v.turns))
+        paired = asyncio.run(_paired_async(args.chunks, n(300), browser))
+        if args.profile_observing:
+            _profile_observing(n(3_000), browser)
+    finally:
+        if browser is not None:
+            browser.close()
     figures = {v.key: v.best() for v in variants}
-    tl = figures["tl_async"]
+    tl = figures.get("tl_async") or figures["obs_async_off"]
     print()
     print_table(
         ["variant", "turns", "turns/s", "us/turn", "median us/turn", "x AsyncEngine"],
@@ -416,7 +673,11 @@ def main(argv: list[str] | None = None) -> None:
             for v, f in ((v, figures[v.key]) for v in variants)
         ],
     )
-    _print_ratios(figures)
+    if "tl_async" in figures:
+        _print_ratios(figures)
+    over = _print_observing(figures, variants) + _print_paired(paired)
+    if over:
+        print(f"OVER TARGET: {', '.join(over)}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     wall = time.perf_counter() - started
     print(f"\ntotal wall time {wall:.1f} s, load average {load:.2f} at end")

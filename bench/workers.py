@@ -1,7 +1,7 @@
 """Several workers over one Redis store (docs/scaling.md): what the store costs a worker, what a
 second worker adds, what one turn costs Redis, and how long an agent takes to move.
 
-    python -m bench.workers [--turns 6000] [--agents 64] [--moves 300]
+    python -m bench.workers [--turns 6000] [--agents 64] [--moves 300] [--rounds 3]
 
 Every configuration runs real `python -m turnloom serve --mock` processes and the same load:
 `--agents` agents driven at once through the asyncio client (one connection per worker, the
@@ -12,6 +12,13 @@ reply "ok" (every turn checked: paused, then answered "ok"). Configurations:
 * 1 worker, `--store FILE.db` (SQLite, one process only);
 * 1 worker, `--store redis://`;
 * 2 workers, `--store redis://`, half the agents on each.
+
+A durable agent's pauses and completions are written in groups (every agent that came to rest
+in one loop iteration, one SQLite transaction or one Redis script call) before the client
+hears of them. The configurations take turns, `--rounds` times (each configuration's best run
+counts): this machine's load changes from minute to minute, and taking turns spreads that over
+every configuration alike. The store ratios against the no-store rate are printed with the
+0.7x the grouped writes aim for.
 
 With Redis, the server's own counters (`INFO`: commands processed, CPU) give the commands and
 Redis CPU per turn, and from that the turns per second one Redis core could carry for this
@@ -40,6 +47,9 @@ if __package__ in (None, ""):  # run as `python bench/workers.py`
 import turnloom as tl
 from bench._common import pause_then_canned, print_table, redis_server
 from bench.wire_bench import play_turns, start_server
+
+#: The share of the no-store turn rate a worker with a store aims for.
+TARGET = 0.7
 
 
 @contextmanager
@@ -107,11 +117,21 @@ def redis_counters(url: str) -> tuple[int, float]:
     return stats["total_commands_processed"], cpu["used_cpu_sys"] + cpu["used_cpu_user"]
 
 
+def empty_redis(url: str) -> None:
+    """Delete every key of the Redis database at `url`."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    client.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=6000)
     parser.add_argument("--agents", type=int, default=64)
     parser.add_argument("--moves", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each configuration")
     args = parser.parse_args(argv)
     server = redis_server()
     if server is None:
@@ -122,20 +142,30 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as work, ExitStack():
             configs: list[tuple[str, int, tuple[str, ...], bool]] = [
                 ("1 worker, no store", 1, (), False),
-                ("1 worker, SQLite store", 1, ("--store", str(Path(work) / "game.db")), True),
+                ("1 worker, SQLite store", 1, ("--store", "FILE"), True),
                 ("1 worker, Redis store", 1, ("--store", url), True),
                 ("2 workers, Redis store", 2, ("--store", url), True),
             ]
-            baseline = None
-            for label, count, options, durable in configs:
-                with started(count, *options) as addresses:
-                    before = redis_counters(url)
-                    rate = asyncio.run(drive(addresses, args.agents, args.turns, durable))
-                    after = redis_counters(url)
-                baseline = baseline or rate
-                turns = args.turns // args.agents * args.agents
-                commands = (after[0] - before[0]) / turns
-                cpu_us = (after[1] - before[1]) / turns * 1e6
+            # Best run of each configuration: (turns/s, Redis commands, Redis CPU seconds).
+            best: dict[str, tuple[float, float, float]] = {}
+            for round_ in range(args.rounds):
+                for label, count, options, durable in configs:
+                    # Every run starts on an empty store: a fresh file, an empty Redis.
+                    db = str(Path(work) / f"game{round_}.db")
+                    options = tuple(db if o == "FILE" else o for o in options)
+                    empty_redis(url)
+                    with started(count, *options) as addresses:
+                        before = redis_counters(url)
+                        rate = asyncio.run(drive(addresses, args.agents, args.turns, durable))
+                        after = redis_counters(url)
+                    if label not in best or rate > best[label][0]:
+                        best[label] = (rate, after[0] - before[0], after[1] - before[1])
+            baseline = best[configs[0][0]][0]
+            turns = args.turns // args.agents * args.agents
+            for label, _, options, _ in configs:
+                rate, commands_used, cpu_used = best[label]
+                commands = commands_used / turns
+                cpu_us = cpu_used / turns * 1e6
                 uses_redis = url in options
                 rows.append(
                     [
@@ -154,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
         redis_proc.wait(10)
     print(
         f"{args.agents} agents at once, {args.turns} turns (pause -> resume -> 'ok'), "
-        "asyncio client, each configuration a fresh set of `serve --mock` processes"
+        "asyncio client, each configuration a fresh set of `serve --mock` processes, "
+        f"best of {args.rounds} interleaved runs"
     )
     print_table(
         [
@@ -167,6 +198,10 @@ def main(argv: list[str] | None = None) -> None:
         ],
         rows,
     )
+    for label in ("1 worker, SQLite store", "1 worker, Redis store"):
+        ratio = best[label][0] / baseline
+        verdict = "reached" if ratio >= TARGET else "NOT reached"
+        print(f"{label}: {ratio:.2f}x the no-store turn rate (target {TARGET:.1f}x: {verdict})")
     ms = sorted(s * 1000 for s in samples)
     p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
     print(

@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 from . import models, testing
 from .engine.durable.snapshot import AgentSnapshot
 from .engine.durable.store import SQLiteStore, Store
+from .engine.durable.store.slots import SlotInfo
 from .engine.graph.builder import GraphDescription
 from .engine.graph.params import (
     CannedResponseParams,
@@ -152,6 +153,7 @@ __all__ = [
     "ServerShuttingDown",
     "SessionLimitExceeded",
     "SessionNotReady",
+    "SlotInfo",
     "Step",
     "Store",
     "Timeout",

@@ -348,3 +348,17 @@ def test_a_malformed_dialog_is_3007_and_creates_nothing(eng: tl.Engine, dialog: 
     with pytest.raises(tl.InvalidParamValue, match="dialog"):
         eng.create_agent(scenario.graph("pause"), dialog=dialog)
     assert eng.agent_ids() == []
+
+
+def test_a_pending_calls_unread_arguments_are_kept_and_checked(eng: tl.Engine) -> None:
+    doc, _ = _calls_edited(eng, lambda call: [{**call, "unread_arguments": ["what"]}])
+    restored = eng.restore(doc)
+    pause = restored.wait().pause
+    assert pause is not None and pause.pending_calls[0].unread_arguments == ("what",)
+    assert restored.snapshot().to_dict()["turn"]["pause"]["pending_calls"][0][
+        "unread_arguments"
+    ] == ["what"]
+    restored.destroy()
+    bad, _ = _calls_edited(eng, lambda call: [{**call, "unread_arguments": [7]}])
+    with pytest.raises(tl.InvalidParamValue, match="unread_arguments must be argument names"):
+        eng.restore(bad)

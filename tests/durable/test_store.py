@@ -73,21 +73,22 @@ def test_a_deadline_that_passed_while_down_fires_on_start(store_spec: StoreSpec)
 
 
 def counting(store: Store) -> Any:
-    """`store` itself (so a shared one stays shared), its writes counted in `saves` and
-    `deletes`."""
+    """`store` itself (so a shared one stays shared), its writes counted in `saves` (agent ids,
+    in order), `groups` (one list per `save_many`) and `deletes`."""
     counted: Any = store
-    counted.saves, counted.deletes = [], []
-    save, delete = store.save, store.delete
+    counted.saves, counted.groups, counted.deletes = [], [], []
+    save_many, delete = store.save_many, store.delete
 
-    def counted_save(agent_id: int, document: bytes, deadline: float | None = None) -> None:
-        counted.saves.append(agent_id)
-        save(agent_id, document, deadline)
+    def counted_save_many(writes: Any) -> list[int]:
+        counted.groups.append([agent_id for agent_id, _, _ in writes])
+        counted.saves.extend(counted.groups[-1])
+        return save_many(writes)
 
     def counted_delete(agent_id: int) -> None:
         counted.deletes.append(agent_id)
         delete(agent_id)
 
-    counted.save, counted.delete = counted_save, counted_delete
+    counted.save_many, counted.delete = counted_save_many, counted_delete
     return counted
 
 
@@ -155,6 +156,9 @@ def test_a_snapshot_that_no_longer_fits_is_left_in_the_store_and_logged(
 def test_a_failing_write_is_logged_and_the_turn_goes_on() -> None:
     class Broken(SQLiteStore):
         def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
+            raise OSError("disk full")
+
+        def save_many(self, writes: Any) -> list[int]:
             raise OSError("disk full")
 
     with structlog.testing.capture_logs() as logs, _engine(Broken(":memory:")) as engine:

@@ -196,3 +196,38 @@ def test_over_the_wire_policies_and_fates_match_the_embedded_ones(server: Backgr
         ]
         with pytest.raises(tl.InvalidParamValue, match="input policy 'loud'"):
             agent.set_input_policy("loud")
+
+
+def test_over_the_wire_a_message_queued_before_reject_still_finds_its_step(
+    server: BackgroundServer,
+) -> None:
+    with tl.connect(*server.address) as remote:
+        agent = remote.create_agent(GRAPH, input_policy="enqueue")
+        fates = _fates(agent)
+        agent.send_message("A")
+        waiting = agent.send_message_async("B")
+        agent.wait()
+        agent.set_input_policy("reject")  # B keeps its place
+        agent.resume()
+        assert waiting.result(timeout=10).paused
+        assert fates[-1][:2] == ("started", "B")
+        agent.resume()
+
+
+def test_over_the_wire_a_queued_caller_that_gives_up_keeps_the_others_in_line(
+    server: BackgroundServer,
+) -> None:
+    with tl.connect(*server.address) as remote:
+        agent = remote.create_agent(GRAPH, input_policy="enqueue")
+        fates = _fates(agent)
+        agent.send_message("A")
+        with pytest.raises(tl.Timeout):
+            agent.send_message("B", timeout=0.2)  # B still waits on the server
+        c = agent.send_message_async("C")
+        agent.wait()
+        agent.resume()  # A ends; B's turn starts, and its step is nobody's now
+        agent.wait()
+        agent.resume()  # B ends; C's turn starts
+        assert c.result(timeout=10).paused
+        (c_turn,) = [turn for fate, text, turn, _ in fates if (fate, text) == ("started", "C")]
+        assert agent.resume().final.turn_id == c_turn  # C's step was C's own turn

@@ -13,6 +13,7 @@ import pytest
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
 from turnloom.engine.turns.nodes import score_decision as td
+from turnloom.engine.turns.nodes import score_values as sv
 
 D = tl.ToolCallDisposition
 
@@ -154,7 +155,7 @@ def test_arguments_are_filled_by_type() -> None:
     assert call.tool_name == "set_light"
     assert set(call.arguments) == {"name", "on"}
     assert isinstance(call.arguments["on"], bool) and isinstance(call.arguments["name"], str)
-    assert call.arguments["name"] in td._spans("set light on the porch", frozenset(), False)
+    assert call.arguments["name"] in sv.spans("set light on the porch", frozenset(), False)
 
 
 def test_call_or_answer_without_a_call_replies_with_a_plain_generation() -> None:
@@ -196,23 +197,27 @@ def test_an_unknown_decision_is_refused_at_creation() -> None:
 
 
 def test_spans_skip_filler_action_words_numbers_and_punctuation() -> None:
-    spans = td._spans("Open the kitchen door, quick!", frozenset({"open"}), False)
+    spans = sv.spans("Open the kitchen door, quick!", frozenset({"open"}), False)
     assert "kitchen door" in spans and "kitchen" in spans
     assert not any(s.startswith(("Open", "the")) or "," in s for s in spans)
-    assert "apples" in td._spans("Give me 3 apples", frozenset(), True)
-    assert "3 apples" not in td._spans("Give me 3 apples", frozenset(), True)
+    assert "apples" in sv.spans("Give me 3 apples", frozenset(), True)
+    assert "3 apples" not in sv.spans("Give me 3 apples", frozenset(), True)
     # A number inside a span is as wrong as one at its edge; the first word is the verb.
-    assert td._spans("Hand me 2 torches, please", frozenset(), True) == ["torches"]
-    assert "2 torches" in td._spans("Hand me 2 torches", frozenset(), False)  # no count
-    assert td._spans("the a", frozenset(), False) == ["the", "the a", "a"]  # only filler: any
-    assert td._spans("Swords!", frozenset(), False) == ["Swords"]  # nothing else: any
-    assert td._spans("", frozenset(), False) == []
+    assert sv.spans("Hand me 2 torches, please", frozenset(), True) == ["torches"]
+    assert "2 torches" in sv.spans("Hand me 2 torches", frozenset(), False)  # no count
+    assert sv.spans("the a", frozenset(), False) == ["the", "the a", "a"]  # only filler: any
+    assert sv.spans("Swords!", frozenset(), False) == ["Swords"]  # nothing else: any
+    assert sv.spans("", frozenset(), False) == []
+
+
+COUNT = GIVE.parameters[1]
+DAYS = tl.ToolParamDefinition("days", "integer", "For how many days.")
 
 
 def test_numbers_enums_and_labels() -> None:
-    assert td._numbers("give me two, no 5 of them", integer=True) == [5, 2]
-    assert td._numbers("2.5 pints", integer=False) == [2.5]
-    assert td._numbers("a dagger", integer=True) == [1]  # a count not said is one
+    assert sv.numbers("give me two, no 5 of them", COUNT) == [5, 2]
+    assert sv.numbers("2.5 pints", tl.ToolParamDefinition("pints", "number")) == [2.5]
+    assert sv.numbers("a dagger", COUNT) == []  # nothing said: `_fill` decides
     assert td.enum_values(MOVE.parameters[0]) == ("north", "south", "east")
     assert td.enum_values(GIVE.parameters[0]) == ()
     talk = tl.ToolDefinition(name="talk", description="Talk.")
@@ -232,3 +237,87 @@ def test_examples_show_the_tools_in_both_orders_and_remarks_ask_nothing() -> Non
     remarks = [line for line in header.splitlines() if line.startswith("Player: ")]
     assert not [r for r in remarks if r.endswith("?") and "how are you" not in r]
     assert td._header(TOOLS[:1], td._labels(TOOLS[:1])).count(TOOLS[0].description) == 1
+
+
+def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
+    assert sv.numbers("Hammer out a dozen nails", COUNT) == [12]
+    assert sv.numbers("two pairs of boots", COUNT) == [4]
+    assert sv.numbers("a horse for two weeks", DAYS) == [14]
+    assert sv.numbers("a horse for two weeks", COUNT) == [2]  # not a count of days
+    assert sv.numbers("Lend me a horse for a day", DAYS) == [1]
+    assert sv.numbers("three horses for a week", DAYS) == [7]  # how long, not how many
+    assert sv.numbers("forty arrows", COUNT) == [40]
+
+
+def test_a_count_the_line_does_not_say_is_one_and_flagged_unread() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(), "give apples")["calls"]
+    assert (call.tool_name, call.arguments) == ("give_item", {"item": "apples", "count": 1})
+    assert call.unread_arguments == ("count",)
+    (call,) = run(scorer, node(), "give an apple")["calls"]
+    assert call.arguments["count"] == 1 and call.unread_arguments == ()  # "an" is one
+    (call,) = run(scorer, node(), "give 3 apples")["calls"]
+    assert call.arguments["count"] == 3 and call.unread_arguments == ()
+
+
+def test_unread_arguments_cross_the_wire_only_when_there_are_some() -> None:
+    from turnloom.protocol.records import tool_call_from_wire, tool_call_to_wire
+
+    event = tl.ToolCallEvent("c1", "give_item", "{}", "n", "notify", {"count": 1}, ("count",))
+    assert tool_call_to_wire(event)["unread_arguments"] == ["count"]
+    assert tool_call_from_wire(tool_call_to_wire(event)) == event
+    read = tl.ToolCallEvent("c2", "give_item", "{}", "n", "notify", {"count": 2})
+    assert "unread_arguments" not in tool_call_to_wire(read)
+    assert tool_call_from_wire(tool_call_to_wire(read)) == read
+
+
+def test_diagnostics_say_how_close_the_decision_was() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    score = run(scorer, node(), "please move east")["diagnostics"]["score"]
+    assert score["tool"] == "move" and score["margin"] > 0
+    assert score["arguments"]["direction"] > 0  # east over the runner-up, calibrated
+    talk = run(scorer, node(), "What a nice evening")["diagnostics"]["score"]
+    assert "tool" not in talk and talk["margin"] > 0
+
+
+def test_the_decision_reads_the_recent_dialog_and_earlier_values() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    earlier = [
+        {"role": "user", "content": "Give me 3 apples"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+         "function": {"name": "give_item", "arguments": {"item": "apples", "count": 3}}}]},
+        {"role": "tool", "tool_call_id": "c0", "name": "give_item", "content": "ok"},
+        {"role": "user", "content": "Lovely weather."},
+        {"role": "assistant", "content": "It is."},
+    ]  # fmt: skip
+    graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
+    with tl.Engine(scorer) as engine:
+        agent = engine.create_agent(graph, dialog=earlier)
+        calls: list[tl.ToolCallEvent] = []
+        agent.set_on_tool_call_event(calls.append)
+        agent.send_message("give two more")
+    (call,) = calls
+    assert call.tool_name == "give_item" and call.arguments["count"] == 2
+    prompt, _, _ = scorer.scored[-1]
+    recent = (
+        "Player: Give me 3 apples\nAction: give item\n"
+        'Call: give_item(item="apples", count=3)\nPlayer: Lovely weather.\nAction: talk\n'
+        "Player: give two more\n"
+    )
+    assert recent in prompt
+    # The value an earlier call gave is among the item's candidates ("more" is filler).
+    item_choices = next(c for p, c, g in scorer.scored if g and p.endswith('item="'))
+    assert '"apples", ' not in item_choices and 'apples", ' in item_choices
+    assert td._recent_dialog([], TOOLS, td._labels(TOOLS)) == ""
+
+
+def test_a_message_is_the_clause_after_its_verb_not_the_recipient() -> None:
+    text = tl.ToolParamDefinition("text", "string", "What the letter says.")
+    fill = td._Fill("", "", ")", "Write to my sister that I arrived safely.",
+                    frozenset({"write"}), False, taken=frozenset({"sister"}))  # fmt: skip
+    values = td._string_values(fill, text)
+    assert values[0] == "I arrived safely"
+    assert not [v for v in values if "sister" in v]
+    door = tl.ToolParamDefinition("door", "string", "Which door.")
+    long = td._Fill("", "", ")", "Open the big old heavy iron door", frozenset({"open"}), False)
+    assert max(len(v.split()) for v in td._string_values(long, door)) == 4  # a name is short

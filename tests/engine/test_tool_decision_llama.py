@@ -105,3 +105,27 @@ def test_a_toolcall_node_decides_by_score_by_default(
         assert isinstance(got[0][1]["lit"], bool)
     else:
         assert got == ([expected] if expected else [])
+
+
+def test_the_scorer_keeps_its_own_cached_prompt_while_agents_generate(
+    model: tl.LlamaModel,
+) -> None:
+    from turnloom.engine.inference.llama.scoring import SCORING_AGENT
+
+    graph = (
+        tl.GraphDescription()
+        .add_node("say", tl.GenerateParams(sampling=tl.SamplingParams(temperature=0, max_tokens=2)))
+        .set_start_node("say")
+        .set_default_model_name("m")
+    )
+    prompt, choices = "Player: Hello there!\nAction:", [" talk\n", " open door\n"]
+    first = asyncio.run(model.score_choices(prompt, choices, agent_id=7))
+    with tl.Engine(model) as engine:
+        engine.create_agent(graph).send_message("Tell me about the castle.")
+    # The agent's generation did not overwrite the scorer's prompt (it is still the instance's,
+    # or kept aside), and the next scoring, whichever agent asks, finds it again.
+    prompts = model._instances[0].prompts
+    assert prompts.current == SCORING_AGENT or SCORING_AGENT in prompts.agents()
+    again = asyncio.run(model.score_choices(prompt, choices, agent_id=8))
+    # Equal but for a few hundredths of a nat, which depend on how much was cached before.
+    assert again == pytest.approx(first, abs=0.1)

@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -111,3 +112,22 @@ def test_metrics_beyond_loopback_need_tls_and_a_key() -> None:
     )
     assert done.returncode == 2
     assert "refusing --metrics on 0.0.0.0 without TLS" in done.stderr
+
+
+def test_a_turn_restored_paused_from_the_store_counts_as_paused(tmp_path: Path) -> None:
+    store = tmp_path / "game.db"
+    graph = story_graph()
+    with tl.Engine(tl.MockModel("mock", ["no call"]), store=store) as first:
+        paused = first.create_agent(graph)
+        assert paused.send_message("wait for me").pause.node_name == "wait"  # type: ignore[union-attr]
+        first.create_agent(graph)  # idle
+        assert samples(first.metrics().exposition().decode())["turnloom_turns_paused", ()] == 1
+    with tl.Engine(tl.MockModel("mock", ["no call"]), store=store) as second:
+        metrics = second.metrics()
+        assert second.agent_ids() == [1, 2]
+        found = samples(metrics.exposition().decode())
+        assert found["turnloom_turns_paused", ()] == 1  # it paused in the first engine
+        assert second.agent(paused.agent_id).resume().final.status is tl.TurnStatus.SUCCESS
+        found = samples(metrics.exposition().decode())
+        assert found["turnloom_turns_paused", ()] == 0
+        assert found["turnloom_turns_total", (("status", "success"),)] == 1

@@ -171,3 +171,35 @@ def test_no_provider_records_nothing(clock: tl.VirtualClock, scripted: tl.MockMo
         agent.resume("", [{"call_id": "c00000000", "result": "ok"}])
         assert agent.resume().final.status is tl.TurnStatus.SUCCESS
     assert tracer._open == {}
+
+
+def test_an_observer_that_records_nothing_is_listed_but_never_called(
+    clock: tl.VirtualClock, scripted: tl.MockModel
+) -> None:
+    from turnloom.engine.turns.observers import TurnObserver
+
+    calls: list[str] = []
+
+    class Resting(TurnObserver):
+        def records_nothing(self) -> bool:
+            return True
+
+        def turn_started(self, agent: Any, turn: Any) -> None:
+            calls.append("turn_started")
+
+    class Awake(Resting):
+        def records_nothing(self) -> bool:
+            return False
+
+    resting, awake, noop = Resting(), Awake(), TurnTracer(NoOpTracerProvider())
+    with tl.Engine(scripted, clock=clock) as engine:
+        for observer in (resting, awake, noop):
+            engine.add_observer(observer)
+        assert engine.observers[-3:] == [awake, resting, noop]  # called ones first
+        agent = engine.create_agent(story_graph())
+        assert agent.send_message("x").paused
+        assert calls == ["turn_started"]  # the awake one's: the resting ones are never called
+        engine.remove_observer(noop)
+        engine.remove_observer(resting)
+        assert noop not in engine.observers and resting not in engine.observers
+        assert awake in engine.observers

@@ -25,16 +25,19 @@ from typing import Any
 from ..states import InputPolicy, TurnState
 from .durable.agent import DurableAgentCore
 from .durable.leases import LeaseKeeper
+from .durable.migration import Migration, into_graph
 from .durable.restore import SnapshotPlan, read_snapshot
 from .durable.revive import apply_snapshot, watch_stall
-from .durable.snapshot import absolute_offset, pause_deadline
+from .durable.saves import checked_slot, descend, keep_time_left, shelf_of
+from .durable.snapshot import absolute_offset, pause_deadline, take_snapshot
 from .durable.store.base import SharedStore, Store
+from .durable.store.slots import SlotInfo
 from .graph.builder import CompiledGraph, GraphDescription, compile_graph
 from .graph.params import NodeParams, ToolCallParams
 from .inference.base import ModelBackend
 from .support.clock import Clock
 from .support.collector import CollectorPause
-from .support.guards import brief
+from .support.guards import brief, some
 from .support.logs import get_logger
 from .support.rejections import HeldElsewhere, InvalidParamValue, UnknownAgent
 from .turns.agent import AgentCore
@@ -233,15 +236,23 @@ class EngineCore(Runtime):
         return agent
 
     def restore(
-        self, snapshot: Any, listener: AgentListener, *, durable: bool | None = None
+        self,
+        snapshot: Any,
+        listener: AgentListener,
+        *,
+        durable: bool | None = None,
+        graph: GraphDescription | None = None,
+        migrate: Migration | None = None,
     ) -> AgentCore:
         """An agent from a snapshot (bytes or its `to_dict` form), nothing created if refused.
 
         It keeps the snapshot's id when no live agent has it, else gets a new one. A paused
         turn's deadline keeps its absolute time: one already past fires at once. `durable` as
-        for `create_agent`.
+        for `create_agent`; `graph` (and `migrate`): into that graph (`restore.into_graph`).
         """
         stored = self._durable(durable, "restore")
+        if graph is not None:
+            snapshot = into_graph(snapshot, graph, migrate)
         plan = read_snapshot(snapshot, self._model_error)
         taken = plan.agent_id in self.agents or plan.agent_id in self._held_ids
         if not taken and isinstance(self.store, SharedStore):
@@ -253,6 +264,77 @@ class EngineCore(Runtime):
         if isinstance(agent, DurableAgentCore):
             agent.save()
         return agent
+
+    def save_slot(self, agent: AgentCore, slot: str) -> SlotInfo:
+        """Write `agent` (idle or paused: 3004 while a turn runs) into the store's `slot`,
+        replacing what it held; past `max_slots_per_agent`, the agent's oldest slots go."""
+        shelf = shelf_of(self.store, "save")
+        name = checked_slot(slot, "save")
+        agent.check_at_rest("save")
+        document = bytes(take_snapshot(agent))
+        info = SlotInfo(name, agent.agent_id, self._absolute_now(), len(document))
+        shelf.save_slot(info, document)
+        for old in shelf.slots(agent.agent_id)[self.settings.max_slots_per_agent :]:
+            shelf.delete_slot(old.slot)
+        return info
+
+    def load_slot(
+        self,
+        slot: str,
+        listener: AgentListener,
+        *,
+        replace: int | None = None,
+        graph: GraphDescription | None = None,
+        migrate: Migration | None = None,
+        durable: bool | None = None,
+    ) -> AgentCore:
+        """A new agent from the store's `slot` (3007 if there is none), or, with `replace`, the
+        agent of that id destroyed and the slot's agent in its place, under its id."""
+        shelf = shelf_of(self.store, "load")
+        name = checked_slot(slot, "load")
+        document = shelf.load_slot(name)
+        if document is None:
+            known = [info.slot for info in shelf.slots()]
+            raise InvalidParamValue(f"load: no save slot {name!r} (slots: {some(known)})")
+        return self._descend(document, listener, name, replace, graph, migrate, durable)
+
+    def fork(
+        self, source: AgentCore, listener: AgentListener, *, durable: bool | None = None
+    ) -> AgentCore:
+        """A new agent that goes on from where `source` stands (idle or paused) on its own."""
+        source.check_at_rest("fork")
+        return self._descend(take_snapshot(source), listener, "", None, None, None, durable)
+
+    def _descend(
+        self,
+        document: bytes,
+        listener: AgentListener,
+        slot: str,
+        replace: int | None,
+        graph: GraphDescription | None,
+        migrate: Migration | None,
+        durable: bool | None,
+    ) -> AgentCore:
+        stored = self._durable(durable, "load" if slot else "fork")
+        plan = read_snapshot(
+            document if graph is None else into_graph(document, graph, migrate), self._model_error
+        )
+        now = self._absolute_now()
+        keep_time_left(plan, now)
+        descend(plan, slot, now)
+        if replace is not None:
+            self.agent(replace).destroy()  # 3001 if there is none; its id is then free
+            if stored and isinstance(self.store, SharedStore):
+                self.store.claim(replace, adopt=True)  # this worker holds the id it reuses
+        agent_id = self._next_agent_id(stored) if replace is None else replace
+        agent = self._restore(agent_id, plan, listener, stored)
+        watch_stall(agent)
+        if isinstance(agent, DurableAgentCore):
+            agent.save()
+        return agent
+
+    def _absolute_now(self) -> float:
+        return self.clock.now() + absolute_offset(self.clock)
 
     def _restore(
         self, agent_id: int, plan: SnapshotPlan, listener: AgentListener, durable: bool

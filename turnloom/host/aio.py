@@ -1,4 +1,9 @@
-"""The asyncio face of the host API: the engine core runs on the caller's own event loop."""
+"""The asyncio face of the host API: the engine core runs on the caller's own event loop.
+
+The module is longer than 400 lines because it is the one embedded face: every operation of an
+agent and of the engine (turns, params, policies, snapshots, slots) is a thin call onto the core
+that maps its rejections to error codes the same way, and the blocking faces wrap exactly this.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,11 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..engine.core import EngineCore
+from ..engine.durable.migration import Migration
+from ..engine.durable.saves import checked_slot, shelf_of
 from ..engine.durable.snapshot import AgentSnapshot, take_snapshot
 from ..engine.durable.store import Store, open_store
+from ..engine.durable.store.slots import SlotInfo
 from ..engine.graph.builder import GraphDescription
 from ..engine.graph.params import NodeParams
 from ..engine.inference.base import ChatMessage, ModelBackend
@@ -202,6 +210,22 @@ class AsyncAgent(AsyncAgentAPI):
         3002 once destroyed. `engine.restore(snapshot)` brings it back."""
         return self._do("snapshot", self._snapshot)
 
+    async def save(self, slot: str) -> SlotInfo:
+        """Save the agent into the engine store's `slot` (idle or paused, also with tool calls
+        pending; 3004 while a turn runs; 3007 without a store). `engine.load(slot)` brings it
+        back, `engine.fork(slot)` makes another agent from it
+        (docs/reference/durability.md#save-slots)."""
+        core = self._core
+        engine = core.runtime
+        assert isinstance(engine, EngineCore)  # an embedded agent's runtime is its engine
+        return self._do("save", engine.save_slot, core, slot)
+
+    @property
+    def lineage(self) -> list[dict[str, Any]]:
+        """Where the agent came from, oldest first: each load from a slot or fork adds
+        {"agent_id", "slot" ('' for a fork), "turns" (its dialog's), "time" (absolute)}."""
+        return [dict(step) for step in self._core.lineage]
+
     @property
     def tags(self) -> Mapping[str, str]:
         """The labels the agent was created with (read-only)."""
@@ -248,6 +272,7 @@ class AsyncEngine(ObservedEngine, AsyncEngineAPI):
         self._bound = False
         self._load_stored = load_stored
         self._inspectors = []
+        self._resting_observers = []
         self.core.observers.extend(default_observers())
 
     def _bind(self) -> None:
@@ -320,14 +345,73 @@ class AsyncEngine(ObservedEngine, AsyncEngineAPI):
         )
 
     async def restore(
-        self, snapshot: bytes | Mapping[str, Any], *, durable: bool | None = None
+        self,
+        snapshot: bytes | Mapping[str, Any],
+        *,
+        durable: bool | None = None,
+        graph: GraphDescription | None = None,
+        migrate: Migration | None = None,
     ) -> AsyncAgent:
         """An agent from `agent.snapshot()` (or its `to_dict()` form), behaving as the original
         would have; refused with nothing created when the snapshot is cut, foreign, of another
-        version, inconsistent (3007) or its graph or model does not fit this engine (3003)."""
+        version, inconsistent (3007) or its graph or model does not fit this engine (3003).
+
+        `graph`: restore into this graph (a game's patched one) instead of the snapshot's own:
+        the same structure restores as it is; another is 3007 naming both versions unless
+        `migrate(document) -> document` carries the snapshot over
+        (docs/reference/durability.md#graph-versions)."""
         return self._make(
-            "restore", lambda dispatch: self.core.restore(snapshot, dispatch, durable=durable)
+            "restore",
+            lambda dispatch: self.core.restore(
+                snapshot, dispatch, durable=durable, graph=graph, migrate=migrate
+            ),
         )
+
+    async def load(
+        self,
+        slot: str,
+        *,
+        replace: int | None = None,
+        graph: GraphDescription | None = None,
+        migrate: Migration | None = None,
+        durable: bool | None = None,
+    ) -> AsyncAgent:
+        """An agent from the store's save `slot` (3007 if none): a new one, or with `replace`
+        (an agent id) in place of that agent, which is destroyed, under its id. `graph` and
+        `migrate` as for `restore`."""
+        return self._make(
+            "load",
+            lambda dispatch: self.core.load_slot(
+                slot, dispatch, replace=replace, graph=graph, migrate=migrate, durable=durable
+            ),
+        )
+
+    async def fork(self, source: AsyncAgent | str, *, durable: bool | None = None) -> AsyncAgent:
+        """A new agent that goes on independently from `source`: an agent (idle or paused) or
+        a save slot's name. Its `lineage` says where it came from."""
+        if isinstance(source, str):
+            return await self.load(source, durable=durable)
+        if not isinstance(source, AsyncAgent):
+            raise TypeError(f"fork: source must be an agent or a slot name, got {type(source)}")
+        core = source._core
+        return self._make("fork", lambda dispatch: self.core.fork(core, dispatch, durable=durable))
+
+    def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
+        """The store's save slots (of one agent, or all), newest first (3007 without a store)."""
+        self._bind()
+        try:
+            return shelf_of(self.core.store, "slots").slots(agent_id)
+        except Rejection as rejection:
+            raise rejected("slots", agent_id, rejection) from None
+
+    def delete_slot(self, slot: str) -> bool:
+        """Remove a save slot; False if there was none."""
+        self._bind()
+        try:
+            shelf = shelf_of(self.core.store, "delete_slot")
+            return shelf.delete_slot(checked_slot(slot, "delete_slot"))
+        except Rejection as rejection:
+            raise rejected("delete_slot", None, rejection) from None
 
     def agent(self, agent_id: int) -> AsyncAgent:
         """The live agent with this id, e.g. one restored from the store (3001 if none). With

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..engine.durable.snapshot import AgentSnapshot
+from ..engine.durable.store.slots import SlotInfo
 from ..engine.graph.builder import GraphDescription
 from ..engine.graph.params import NodeParams
 from ..engine.inference.base import ChatMessage
@@ -53,8 +54,17 @@ class AsyncAgentAPI(DispatchFace, ABC):
         """Change a node's mutable params (while idle or paused)."""
 
     @abstractmethod
+    async def save(self, slot: str) -> SlotInfo:
+        """Save the agent into the engine store's `slot`, at rest."""
+
+    @abstractmethod
     async def set_input_policy(self, policy: InputPolicy | str) -> None:
         """What a message does while a turn is open (while idle or paused)."""
+
+    @property
+    @abstractmethod
+    def input_policy(self) -> InputPolicy:
+        """What a message does while a turn is open (`set_input_policy`)."""
 
     @abstractmethod
     async def get_params(self, node_name: str) -> NodeParams:

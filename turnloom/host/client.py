@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..engine.durable.store.slots import SlotInfo
 from ..engine.graph.builder import GraphDescription
 from ..engine.graph.fields import params_to_mapping
 from ..engine.graph.params import NodeParams
@@ -41,6 +42,7 @@ from ..protocol.records import (
     model_info_from_wire,
     pause_from_wire,
     result_from_wire,
+    slot_from_wire,
     tool_call_from_wire,
     tool_results_to_wire,
 )
@@ -76,6 +78,7 @@ class RemoteAsyncAgent(AsyncAgentAPI):
         #: The pause the agent stands at, as last reported (None while running or idle).
         self._pause: PauseInfo | None = None
         self._destroyed = False
+        self._input_policy = InputPolicy.REJECT
 
     @property
     def agent_id(self) -> int:
@@ -197,18 +200,16 @@ class RemoteAsyncAgent(AsyncAgentAPI):
     ) -> Step:
         step: asyncio.Future[Step] = self._conn.loop.create_future()
 
-        queued = False
-
         def accepted(frame: dict[str, Any]) -> None:
-            nonlocal queued
             if batch is not None:
                 self.dispatch.drop_batch(batch)
             # The lists are read now, not before the call: a completion meanwhile replaces them.
-            queued = bool(frame.get("queued"))
-            (self._queued if queued else self._steps).append(step)
+            (self._queued if frame.get("queued") else self._steps).append(step)
 
         await self._call(operation, message, accepted)
-        return await self._waiting(step, self._queued if queued else self._steps)
+        # A queued caller that gives up keeps its place in `_queued` (its message still waits
+        # on the server, and started events are matched to callers in order).
+        return await self._waiting(step, self._steps)
 
     @staticmethod
     async def _waiting(future: asyncio.Future[Any], waiters: list[Any]) -> Any:
@@ -263,10 +264,21 @@ class RemoteAsyncAgent(AsyncAgentAPI):
             raise too_deep("change_params") from None
         await self._call("change_params", message)
 
+    async def save(self, slot: str) -> SlotInfo:
+        """Save the agent into the server store's `slot`, at rest (3004 while a turn runs)."""
+        message = {"type": "SaveSlot", "slot": slot}
+        return await self._call("save", message, slot_from_wire)
+
     async def set_input_policy(self, policy: InputPolicy | str) -> None:
         """What a message does while a turn is open (while idle or paused)."""
         value = policy.value if isinstance(policy, InputPolicy) else policy
         await self._call("set_input_policy", {"type": "SetInputPolicy", "input_policy": value})
+        self._input_policy = InputPolicy(value)
+
+    @property
+    def input_policy(self) -> InputPolicy:
+        """What a message does while a turn is open, as this client last set it."""
+        return self._input_policy
 
     async def get_params(self, node_name: str) -> NodeParams:
         """A copy of a node's current params."""
@@ -376,6 +388,7 @@ class AsyncRemoteEngine(AsyncEngineAPI):
 
         def created(frame: dict[str, Any]) -> RemoteAsyncAgent:
             agent = RemoteAsyncAgent(self._conn, frame["agent_id"], frame.get("resume_token"))
+            agent._input_policy = InputPolicy(getattr(input_policy, "value", input_policy))
             self._conn.sinks[agent.agent_id] = agent
             if agent.resume_token:
                 self.durable[agent.agent_id] = agent
@@ -396,6 +409,44 @@ class AsyncRemoteEngine(AsyncEngineAPI):
         if input_policy != InputPolicy.REJECT:  # only then: older servers never see the key
             message["input_policy"] = str(getattr(input_policy, "value", input_policy))
         return await self._conn.request(message, created)
+
+    def _adopt(self, frame: dict[str, Any]) -> RemoteAsyncAgent:
+        """The agent a LoadSlot or ForkAgent made in this session."""
+        agent = RemoteAsyncAgent(self._conn, frame["agent_id"])
+        agent._input_policy = InputPolicy(frame.get("input_policy", "reject"))
+        old = self._conn.sinks.get(agent.agent_id)
+        if isinstance(old, RemoteAsyncAgent):  # replaced: the old face's agent is gone
+            old._destroyed = True
+        self._conn.sinks[agent.agent_id] = agent
+        return agent
+
+    async def load(self, slot: str, *, replace: int | None = None) -> RemoteAsyncAgent:
+        """An agent of this session from the server store's save `slot`, or in place of this
+        session's agent `replace` (docs/reference/durability.md#save-slots)."""
+        message = {"type": "LoadSlot", "slot": slot, "replace_agent_id": replace}
+        return await self._conn.request(message, self._adopt)
+
+    async def fork(self, source: RemoteAsyncAgent | str) -> RemoteAsyncAgent:
+        """A new agent of this session going on from one of its agents, or from a slot."""
+        message: dict[str, Any] = {"type": "ForkAgent"}
+        if isinstance(source, str):
+            message["slot"] = source
+        else:
+            message["agent_id"] = source.agent_id
+        return await self._conn.request(message, self._adopt)
+
+    async def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
+        """The server store's save slots (of one agent, or all), newest first."""
+
+        def listed(frame: dict[str, Any]) -> list[SlotInfo]:
+            return [slot_from_wire(item) for item in frame["slots"]]
+
+        return await self._conn.request({"type": "ListSlots", "agent_id": agent_id}, listed)
+
+    async def delete_slot(self, slot: str) -> bool:
+        """Remove a save slot; False if there was none."""
+        message = {"type": "DeleteSlot", "slot": slot}
+        return await self._conn.request(message, lambda frame: bool(frame["deleted"]))
 
     async def attach_agent(self, agent_id: int, resume_token: str) -> RemoteAsyncAgent:
         """Take over a durable agent (from a closed session, a restarted server, or another

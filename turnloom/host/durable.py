@@ -8,9 +8,12 @@ import concurrent.futures
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from ..engine.durable.migration import Migration
 from ..engine.durable.snapshot import AgentSnapshot
+from ..engine.durable.store.slots import SlotInfo
 from ..engine.graph.builder import GraphDescription
 from ..engine.inference.base import ChatMessage
+from ..protocol.errors import ErrorCode, TurnloomError
 from ..states import InputPolicy
 from .aio import AsyncAgent, AsyncEngine
 from .api import AsyncAgentAPI
@@ -41,6 +44,25 @@ class DurableAgentFace:
     def snapshot_async(self) -> concurrent.futures.Future[AgentSnapshot]:
         """`snapshot` without blocking."""
         return self._runner.submit(self._agent.snapshot())
+
+    def save(self, slot: str) -> SlotInfo:
+        """Save the agent into the engine store's `slot`, at rest (idle or paused; 3004 while a
+        turn runs); `engine.load(slot)` and `engine.fork(slot)` bring it back."""
+        return self._runner.block(self._agent.save(slot), "save")
+
+    @property
+    def lineage(self) -> list[dict[str, Any]]:
+        """Where the agent came from (loaded from a slot, forked), oldest first."""
+        return self._embedded("lineage").lineage
+
+    def _embedded(self, operation: str) -> AsyncAgent:
+        agent = self._agent
+        if not isinstance(agent, AsyncAgent):
+            raise TurnloomError(
+                ErrorCode.InvalidParamValue,
+                f"{operation}: only an embedded agent knows its lineage",
+            )
+        return agent
 
     @property
     def tags(self) -> Mapping[str, str]:
@@ -92,11 +114,53 @@ class DurableEngineFace(Generic[A]):
         )
         return self.wrap(agent, self._runner)
 
-    def restore(self, snapshot: bytes | Mapping[str, Any], *, durable: bool | None = None) -> A:
+    def restore(
+        self,
+        snapshot: bytes | Mapping[str, Any],
+        *,
+        durable: bool | None = None,
+        graph: GraphDescription | None = None,
+        migrate: Migration | None = None,
+    ) -> A:
         """An agent from a snapshot, behaving as the original would have (refused with nothing
-        created when the snapshot is cut, foreign or does not fit this engine: 3007 / 3003)."""
-        agent = self._runner.block(self._engine.restore(snapshot, durable=durable), "restore")
+        created when the snapshot is cut, foreign or does not fit this engine: 3007 / 3003).
+        `graph` and `migrate`: into a patched graph, as `AsyncEngine.restore`."""
+        agent = self._runner.block(
+            self._engine.restore(snapshot, durable=durable, graph=graph, migrate=migrate),
+            "restore",
+        )
         return self.wrap(agent, self._runner)
+
+    def load(
+        self,
+        slot: str,
+        *,
+        replace: int | None = None,
+        graph: GraphDescription | None = None,
+        migrate: Migration | None = None,
+        durable: bool | None = None,
+    ) -> A:
+        """An agent from the store's save `slot`: a new one, or in place of the agent `replace`
+        (destroyed; the loaded one takes its id). `graph`, `migrate` as for `restore`."""
+        agent = self._runner.block(
+            self._engine.load(slot, replace=replace, graph=graph, migrate=migrate, durable=durable),
+            "load",
+        )
+        return self.wrap(agent, self._runner)
+
+    def fork(self, source: Any, *, durable: bool | None = None) -> A:
+        """A new agent going on independently from `source`: an agent at rest, or a slot."""
+        origin = source if isinstance(source, str) else source._agent
+        agent = self._runner.block(self._engine.fork(origin, durable=durable), "fork")
+        return self.wrap(agent, self._runner)
+
+    def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
+        """The store's save slots (of one agent, or all), newest first."""
+        return self._runner.block(_on_loop(self._engine.slots, agent_id), "slots")
+
+    def delete_slot(self, slot: str) -> bool:
+        """Remove a save slot; False if there was none."""
+        return self._runner.block(_on_loop(self._engine.delete_slot, slot), "delete_slot")
 
     def agent(self, agent_id: int) -> A:
         """The live agent with this id, e.g. one the store brought back (3001 if none)."""

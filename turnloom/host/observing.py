@@ -10,6 +10,7 @@ until the host app configures one.
 from __future__ import annotations
 
 import ssl as ssl_module
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..engine.support.extras import install_hint
@@ -34,6 +35,9 @@ class ObservedEngine:
 
     core: EngineCore
     _inspectors: list[Inspector]
+    #: Observers that will never record anything (`TurnObserver.records_nothing`): listed,
+    #: but kept out of the turns' way, so that they cost a turn nothing.
+    _resting_observers: list[TurnObserver]
 
     def _bind(self) -> None:
         raise NotImplementedError
@@ -42,18 +46,24 @@ class ObservedEngine:
         """Have `observer` watch every agent of this engine (`TurnObserver`), until removed."""
         if not isinstance(observer, TurnObserver):
             raise TypeError(f"an observer is a TurnObserver, got {type(observer).__name__}")
-        if observer not in self.core.observers:
+        if observer in self.core.observers or observer in self._resting_observers:
+            return
+        if observer.records_nothing():
+            self._resting_observers.append(observer)
+        else:
             self.core.observers.append(observer)
 
     def remove_observer(self, observer: TurnObserver) -> None:
         """Stop `observer` watching (nothing if it was not)."""
-        if observer in self.core.observers:
-            self.core.observers.remove(observer)
+        for kept in (self.core.observers, self._resting_observers):
+            if observer in kept:
+                kept.remove(observer)
 
     @property
     def observers(self) -> list[TurnObserver]:
-        """The engine's observers, in the order they are called (a copy)."""
-        return list(self.core.observers)
+        """The engine's observers, in the order they are called (a copy), then those that
+        record nothing and so are never called (a tracer given a no-op provider)."""
+        return [*self.core.observers, *self._resting_observers]
 
     def metrics(self, registry: Any = None) -> TurnMetrics:
         """Count this engine's turns into a Prometheus `registry` (a new one if None): the
@@ -63,6 +73,7 @@ class ObservedEngine:
         if not metrics.available():
             raise ImportError(f"metrics need prometheus-client: {install_hint('metrics')}")
         observer = metrics.TurnMetrics(registry)
+        observer.count_paused(partial(paused_turns, self.core))
         self.add_observer(observer)
         return observer
 
@@ -95,6 +106,12 @@ class ObservedEngine:
             await inspector.close()
 
 
+def paused_turns(core: EngineCore) -> int:
+    """How many of the engine's agents are paused now (read at a scrape, from any thread: the
+    agents are copied out of their dict first)."""
+    return sum(1 for agent in list(core.agents.values()) if agent.turn.pause is not None)
+
+
 async def _on_loop(function: Any, *args: Any) -> Any:
     """Run `function(*args)` on the engine loop (observer lists are read there)."""
     return function(*args)
@@ -116,8 +133,10 @@ class ObservedEngineFace:
 
     @property
     def observers(self) -> list[TurnObserver]:
-        """The engine's observers, in the order they are called (a copy)."""
-        return list(self._engine.core.observers)
+        """The engine's observers, in the order they are called (a copy), then those that
+        record nothing (see `AsyncEngine.observers`)."""
+        observers: list[TurnObserver] = self._engine.observers
+        return observers
 
     def metrics(self, registry: Any = None) -> TurnMetrics:
         """Count this engine's turns into a Prometheus `registry` (a new one if None)."""

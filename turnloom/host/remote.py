@@ -12,10 +12,11 @@ from collections.abc import Awaitable
 from ssl import SSLContext
 from typing import Any
 
+from ..engine.durable.store.slots import SlotInfo
 from ..engine.graph.builder import GraphDescription
 from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from ..states import InputPolicy
-from .client import AsyncRemoteEngine
+from .client import AsyncRemoteEngine, RemoteAsyncAgent
 from .connection import Connection, check_auth_key, client_context
 from .loop_thread import LoopThread, wait_limit
 from .sync import Agent, EngineFace
@@ -107,6 +108,27 @@ class RemoteEngine(EngineFace):
             self._engine.attach_agent(agent_id, resume_token), "attach_agent", timeout
         )
         return Agent(agent, self._runner)
+
+    def load(self, slot: str, *, replace: int | None = None) -> Agent:
+        """An agent of this session from the server store's save `slot`, or in place of this
+        session's agent `replace` (docs/reference/durability.md#save-slots)."""
+        return Agent(
+            self._runner.block(self._engine.load(slot, replace=replace), "load"), self._runner
+        )
+
+    def fork(self, source: Agent | str) -> Agent:
+        """A new agent of this session going on from one of its agents, or from a slot."""
+        origin = source if isinstance(source, str) else source._agent
+        assert isinstance(origin, str | RemoteAsyncAgent)
+        return Agent(self._runner.block(self._engine.fork(origin), "fork"), self._runner)
+
+    def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
+        """The server store's save slots (of one agent, or all), newest first."""
+        return self._runner.block(self._engine.slots(agent_id), "slots")
+
+    def delete_slot(self, slot: str) -> bool:
+        """Remove a save slot; False if there was none."""
+        return self._runner.block(self._engine.delete_slot(slot), "delete_slot")
 
     def reconnect(self, *, timeout: float | None = None) -> list[int]:
         """After a dropped connection or a server restart: a new session with the same server,

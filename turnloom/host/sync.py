@@ -71,6 +71,11 @@ class Agent(DurableAgentFace, DispatchFace):
         queued message resolves once its own turn pauses or ends)."""
         return self._runner.submit(self._agent.send_message(text))
 
+    @property
+    def input_policy(self) -> InputPolicy:
+        """What a message does while a turn is open (`set_input_policy`)."""
+        return self._agent.input_policy
+
     def set_input_policy(self, policy: InputPolicy | str) -> None:
         """What a message does while a turn is open (docs/reference/turns.md#input-policies):
         `InputPolicy` or its value (3007 otherwise); at rest only (3004 while a turn runs)."""

@@ -27,19 +27,20 @@ from aiohttp import WSMsgType, web
 
 from ..engine.support.logs import get_logger
 from .actions import act
-from .recorder import TimelineRecorder, Watchers
-from .views import Drawings, agent_detail, agent_summary, machine_data
+from .recorder import TimelineRecorder
+from .views import Drawings, agent_detail, agent_summary, machine_data, row_key
+from .watchers import Watchers
 
 log = get_logger("turnloom.inspect")
 
 #: The most agents the list carries (paused the longest first): enough to see a crowd, bounded
 #: so that a page over 100,000 agents stays a page.
 MAX_LISTED = 2000
-#: How often the list is checked for agents made or gone (events say the rest at once).
-ROSTER_CHECK_S = 0.5
-#: How often the pages hear of agents that changed: live to the eye, a message per page per
-#: tick however busy the engine is.
+#: How often the pages hear of agents that changed: live to the eye, one message per page per
+#: tick however busy the engine is (the turns only note who changed).
 PUSH_EVERY_S = 0.1
+#: Every how many ticks the list is checked for agents made or gone.
+ROSTER_EVERY_TICKS = 5
 _COOKIE = "turnloom_inspector"
 _STATIC = ("index.html", "inspector.js", "inspector.css")
 _TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
@@ -90,15 +91,18 @@ class Inspector:
         self.engine = engine
         self.ssl = ssl
         self.auth_key = auth_key
-        self.recorder = TimelineRecorder()
+        self.recorder = TimelineRecorder(engine.clock.now)
         self.drawings = Drawings(use_dot)
         self._sessions: set[str] = set()
         self._labels: dict[int, str] = {}
         self._runner: web.AppRunner | None = None
-        self._watchers: Watchers | None = None
-        self._roster_task: asyncio.Task[None] | None = None
+        self._watchers = Watchers()
+        self._ticker: asyncio.Task[None] | None = None
+        #: Each agent's row as the pages last heard of it (`row_key`), and the number of the
+        #: latest push: a page drops pushes older than the list it loaded.
+        self._shown: dict[int, tuple[Any, ...]] = {}
+        self._version = 0
         self._sockets: set[web.WebSocketResponse] = set()
-        self._dirty: set[int] = set()
         self.address: tuple[str, int] = ("", 0)
 
     @property
@@ -112,8 +116,6 @@ class Inspector:
         """Serve the page on `host`:`port` (0: a free port; see `address`)."""
         check_exposure(host, self.ssl, self.auth_key, insecure)
         loop = asyncio.get_running_loop()
-        self._watchers = Watchers(loop)
-        self.recorder.listeners.append(self._on_event)
         self.engine.observers.append(self.recorder)
         app = web.Application(middlewares=[self._guard])
         app.router.add_get("/", self._page)
@@ -135,18 +137,18 @@ class Inspector:
             raise
         bound = self._runner.addresses[0]
         self.address = (str(bound[0]), int(bound[1]))
-        self._roster_task = loop.create_task(self._watch_roster())
+        self._ticker = loop.create_task(self._tick())
         log.info("inspector.started", url=self.url)
 
     async def close(self) -> None:
         """Stop serving; the engine's agents go on unobserved."""
         if self.recorder in self.engine.observers:
             self.engine.observers.remove(self.recorder)
-        if self._roster_task is not None:
-            self._roster_task.cancel()
+        if self._ticker is not None:
+            self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._roster_task
-            self._roster_task = None
+                await self._ticker
+            self._ticker = None
         for socket in list(self._sockets):
             await socket.close()
         if self._runner is not None:
@@ -216,8 +218,10 @@ class Inspector:
         return [agent_summary(a, tracks.get(a.agent_id), self._labels, now) for a in agents]
 
     async def _state(self, request: web.Request) -> web.Response:
+        self._shown.clear()  # this page has every row as it is now: the next push sends all
         return web.json_response(
             {
+                "version": self._version,
                 "agents": self._summaries(),
                 "total": len(self.engine.agents),
                 "machine": machine_data(),
@@ -266,48 +270,72 @@ class Inspector:
 
     # --- live ---------------------------------------------------------------------------------
 
-    def _on_event(self, agent_id: int, event: dict[str, Any]) -> None:
-        # Only noted here: the pages hear of the agents that changed at most every
-        # PUSH_EVERY_S, so a busy engine pays a set insertion per event, not a message.
-        watchers = self._watchers
-        if watchers is None or not len(watchers):
-            return
-        if not self._dirty:
-            asyncio.get_running_loop().call_later(PUSH_EVERY_S, self._push_changes)
-        self._dirty.add(agent_id)
-
-    def _push_changes(self) -> None:
-        dirty, self._dirty = self._dirty, set()
-        if self._watchers is None:
-            return
-        now = self.engine.clock.now()
-        tracks = self.recorder.tracks
-        changed = []
-        for agent_id in sorted(dirty):
-            agent = self.engine.agents.get(agent_id)
-            if agent is not None:
-                changed.append(agent_summary(agent, tracks.get(agent_id), self._labels, now))
-        gone = sorted(agent_id for agent_id in dirty if agent_id not in self.engine.agents)
-        self._watchers.push({"type": "changed", "agents": changed, "gone": gone})
-
-    async def _watch_roster(self) -> None:
+    async def _tick(self) -> None:
+        """Every PUSH_EVERY_S: tell the pages of the agents that changed (the turns only noted
+        which), and now and then of agents made or gone (whose tracks are then dropped)."""
         known = set(self.engine.agents)
+        ticks = 0
         while True:
-            await asyncio.sleep(ROSTER_CHECK_S)
+            await asyncio.sleep(PUSH_EVERY_S)
+            ticks += 1
+            if self.recorder.changed:
+                if len(self._watchers):
+                    self._push_changes()
+                else:  # nobody to tell: a page loads the list as it is when it comes
+                    self.recorder.changed.clear()
+            if ticks % ROSTER_EVERY_TICKS:
+                continue
             now = set(self.engine.agents)
             if now != known:
                 for gone in known - now:
                     self.recorder.forget(gone)
+                    self._shown.pop(gone, None)
                 known = now
-                if self._watchers is not None:
+                if len(self._watchers):
+                    self._version += 1
+                    self._shown.clear()
                     self._watchers.push(
-                        {"type": "agents", "agents": self._summaries(), "total": len(now)}
+                        {
+                            "type": "agents",
+                            "version": self._version,
+                            "agents": self._summaries(),
+                            "total": len(now),
+                        }
                     )
+
+    def _push_changes(self) -> None:
+        """One message: the rows that look different from what the pages have, the agents
+        gone, and every agent that had events (a page showing one refreshes it)."""
+        recorder = self.recorder
+        touched, recorder.changed = recorder.changed, set()
+        now = self.engine.clock.now()
+        agents, tracks, shown = self.engine.agents, recorder.tracks, self._shown
+        rows, gone = [], []
+        for agent_id in sorted(touched):
+            agent = agents.get(agent_id)
+            if agent is None:
+                gone.append(agent_id)
+                shown.pop(agent_id, None)
+                continue
+            track = tracks.get(agent_id)
+            key = row_key(agent, track)
+            if shown.get(agent_id) != key:
+                shown[agent_id] = key
+                rows.append(agent_summary(agent, track, self._labels, now))
+        self._version += 1
+        self._watchers.push(
+            {
+                "type": "changed",
+                "version": self._version,
+                "agents": rows,
+                "gone": gone,
+                "touched": sorted(touched),
+            }
+        )
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         socket = web.WebSocketResponse(heartbeat=30)
         await socket.prepare(request)
-        assert self._watchers is not None
         queue = self._watchers.join()
         self._sockets.add(socket)
         reader = asyncio.get_running_loop().create_task(_drain(socket))

@@ -1,16 +1,15 @@
-"""What the inspector remembers of each agent: a timeline of its latest turns, and who to tell.
+"""What the inspector remembers of each agent: a timeline of its latest turns, and who changed.
 
-`TimelineRecorder` is an engine observer. It keeps, per agent, the events of its last few
-turns (nodes entered and left, pauses and how long they lasted, tool calls and the results
-sent back, generations, the final text and status) and the node a running turn is in; each
-event is also handed to the pages watching (`Watchers`), batched once per loop iteration so a
-burst of events costs one message per page.
+`TimelineRecorder` is an engine observer, so it runs inside every turn: each callback only
+appends a tuple of what it was handed (the engine's own records, not copies) to the agent's
+current turn and notes the agent as changed. The timeline entries a page reads
+(`TurnTimeline.entries`) are built from those tuples only when a page asks for the agent (and
+once only for a turn that has ended), so a busy engine with the page open pays for what the
+page shows, not for every event it could have shown.
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,13 +27,24 @@ KEPT_EVENTS_PER_TURN = 200
 
 @dataclass(slots=True)
 class TurnTimeline:
-    """One turn's events, in order."""
+    """One turn's events, in order, as recorded: (kind, engine-clock time, what was handed)."""
 
     turn_id: int
-    events: deque[dict[str, Any]] = field(
+    events: deque[tuple[Any, ...]] = field(
         default_factory=lambda: deque(maxlen=KEPT_EVENTS_PER_TURN)
     )
     status: str = ""
+    #: The entries of an ended turn, built once (it gets no more events).
+    built: list[dict[str, Any]] | None = None
+
+    def entries(self, node_type: Callable[[str], str]) -> list[dict[str, Any]]:
+        """The events as the page shows them (`node_type(node)`: the type of a node)."""
+        if self.built is not None:
+            return self.built
+        entries = [_entry(self.turn_id, event, node_type) for event in self.events]
+        if self.status:
+            self.built = entries
+        return entries
 
 
 @dataclass(slots=True)
@@ -49,20 +59,29 @@ class AgentTrack:
     node_at: float = 0.0
     #: The last node that ran, lit when the turn has ended.
     last_node: str = ""
+    #: The pause the turn is in, as it was told (its calls are answered on resume).
+    pause: PauseInfo | None = None
+    #: The latest turn's id and events (what every callback but the first appends to).
+    turn_id: int = -1
+    events: deque[tuple[Any, ...]] = field(default_factory=deque)
 
-    def timeline(self, turn_id: int) -> TurnTimeline:
-        if not self.turns or self.turns[-1].turn_id != turn_id:
-            self.turns.append(TurnTimeline(turn_id))
-        return self.turns[-1]
+    def timeline(self, turn_id: int) -> deque[tuple[Any, ...]]:
+        """The events of turn `turn_id` (a new timeline if it is not the latest)."""
+        if self.turn_id != turn_id:
+            latest = TurnTimeline(turn_id)
+            self.turns.append(latest)
+            self.turn_id, self.events = turn_id, latest.events
+        return self.events
 
 
 class TimelineRecorder(TurnObserver):
-    """Records every agent's timeline and tells `on_change(agent_id, event)` of each event."""
+    """Records every agent's timeline, on `now` (the engine clock's `now`), and notes in
+    `changed` the agents whose row or timeline changed (the inspector empties it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float]) -> None:
         self.tracks: dict[int, AgentTrack] = {}
-        self._seq = itertools.count(1)
-        self.listeners: list[Callable[[int, dict[str, Any]], None]] = []
+        self.now = now
+        self.changed: set[int] = set()
 
     def track(self, agent_id: int) -> AgentTrack:
         """The agent's track (made on first use)."""
@@ -75,71 +94,133 @@ class TimelineRecorder(TurnObserver):
         """Drop the track of an agent that is gone."""
         self.tracks.pop(agent_id, None)
 
-    def _add(self, agent: Any, turn_id: int, kind: str, **fields: Any) -> dict[str, Any]:
-        event = {"seq": next(self._seq), "turn_id": turn_id, "kind": kind, "at": 0.0, **fields}
-        event["at"] = round(agent.runtime.clock.now(), 6)
-        self.track(agent.agent_id).timeline(turn_id).events.append(event)
-        for listener in self.listeners:
-            listener(agent.agent_id, event)
-        return event
-
     def turn_started(self, agent: Any, turn: Turn) -> None:
         """Open the turn's timeline with the user's message."""
-        self._add(agent, turn.turn_id, "turn_started", message=turn.interaction.user_message)
+        agent_id = agent.agent_id
+        events = self.track(agent_id).timeline(turn.turn_id)
+        events.append(("turn_started", self.now(), turn.interaction.user_message))
+        self.changed.add(agent_id)
 
     def node_started(self, agent: Any, turn: Turn, node: str) -> None:
         """Light the node."""
-        track = self.track(agent.agent_id)
+        agent_id = agent.agent_id
+        track = self.tracks.get(agent_id) or self.track(agent_id)
         track.node = track.last_node = node
-        track.node_at = agent.runtime.clock.now()
-        node_type = getattr(agent.params.get(node), "node_type", "")
-        self._add(agent, turn.turn_id, "node_started", node=node, node_type=node_type)
+        track.node_at = now = self.now()
+        _events(track, turn).append(("node_started", now, node))
+        self.changed.add(agent_id)
 
     def node_ended(self, agent: Any, turn: Turn, node: str, exit_route: str) -> None:
         """Note the exit the node took."""
-        track = self.track(agent.agent_id)
-        seconds = agent.runtime.clock.now() - track.node_at
+        track = self.tracks.get(agent.agent_id) or self.track(agent.agent_id)
+        now = self.now()
         track.node = ""
-        self._add(
-            agent, turn.turn_id, "node_ended", node=node, exit_route=exit_route, seconds=seconds
-        )
+        _events(track, turn).append(("node_ended", now, node, exit_route, now - track.node_at))
 
     def generation_ended(self, agent: Any, turn: Turn, node: str, record: GenerationRecord) -> None:
-        """The generation's tokens and times."""
-        self._add(
-            agent,
-            turn.turn_id,
-            "generation",
-            node=node,
-            model=record.model,
-            prompt_tokens=record.prompt_tokens,
-            tokens=record.tokens,
-            seconds_to_first_token=record.seconds_to_first_token,
-            seconds=record.seconds,
-            error=record.error,
+        """The generation's tokens and times. Its values, not the record: a record whose prompt
+        is still to be counted holds the whole prompt, which the timeline would keep alive for
+        turns (and every collection of the garbage collector would walk). So the prompt's
+        count is shown when the backend reported it or another observer had it counted."""
+        track = self.tracks.get(agent.agent_id) or self.track(agent.agent_id)
+        _events(track, turn).append(
+            (
+                "generation",
+                self.now(),
+                node,
+                record.model,
+                record.prompt_tokens_if_counted,
+                record.tokens,
+                record.seconds_to_first_token,
+                record.seconds,
+                record.error,
+            )
         )
 
     def tool_called(self, agent: Any, turn: Turn, event: ToolCallEvent) -> None:
         """A tool call with its arguments."""
-        self._add(
-            agent,
-            turn.turn_id,
-            "tool_call",
-            node=event.node_name,
-            call_id=event.call_id,
-            tool=event.tool_name,
-            arguments=event.arguments_json,
-            disposition=event.disposition,
-        )
+        track = self.tracks.get(agent.agent_id) or self.track(agent.agent_id)
+        _events(track, turn).append(("tool_call", self.now(), event))
 
     def paused(self, agent: Any, turn: Turn, info: PauseInfo) -> None:
         """Where the turn paused, and what a resume must bring."""
-        track = self.track(agent.agent_id)
-        track.paused_at = agent.runtime.clock.now()
-        self._add(
-            agent,
-            turn.turn_id,
-            "paused",
+        agent_id = agent.agent_id
+        track = self.tracks.get(agent_id) or self.track(agent_id)
+        track.paused_at = now = self.now()
+        track.pause = info
+        _events(track, turn).append(("paused", now, info))
+        self.changed.add(agent_id)
+
+    def _pause_over(self, track: AgentTrack, now: float) -> float | None:
+        began, track.paused_at, track.pause = track.paused_at, None, None
+        return None if began is None else now - began
+
+    def resumed(self, agent: Any, turn: Turn, node_name: str, resume_node: str) -> None:
+        """How long the pause lasted, where the turn goes, the results sent back."""
+        agent_id = agent.agent_id
+        track = self.tracks.get(agent_id) or self.track(agent_id)
+        pause = track.pause
+        now = self.now()
+        paused_for = self._pause_over(track, now)
+        # Read now: the results are the last messages of the turn only until it goes on.
+        results = tool_results_sent(turn, pause.pending_calls) if pause is not None else {}
+        _events(track, turn).append(("resumed", now, node_name, resume_node, paused_for, results))
+        self.changed.add(agent_id)
+
+    def turn_ended(self, agent: Any, turn: Turn, result: TurnResult) -> None:
+        """The final text and status."""
+        agent_id = agent.agent_id
+        track = self.tracks.get(agent_id) or self.track(agent_id)
+        now = self.now()
+        paused_for = self._pause_over(track, now)
+        track.node = ""
+        events = _events(track, turn)
+        track.turns[-1].status = result.status.value
+        events.append(("turn_ended", now, result, paused_for))
+        self.changed.add(agent_id)
+
+    def rejected(self, agent_id: int | None, operation: str, code: int, message: str) -> None:
+        """Rejections reach the page that asked through its own reply (`actions`)."""
+
+
+def _events(track: AgentTrack, turn: Turn) -> deque[tuple[Any, ...]]:
+    """The events of `turn` in `track` (the latest turn's, without a lookup, nearly always)."""
+    return track.events if track.turn_id == turn.turn_id else track.timeline(turn.turn_id)
+
+
+def _entry(turn_id: int, event: tuple[Any, ...], node_type: Callable[[str], str]) -> dict[str, Any]:
+    """One recorded event as the page's timeline shows it."""
+    kind, at, *rest = event
+    entry: dict[str, Any] = {"turn_id": turn_id, "kind": kind, "at": round(at, 6)}
+    if kind == "turn_started":
+        entry["message"] = rest[0]
+    elif kind == "node_started":
+        entry.update(node=rest[0], node_type=node_type(rest[0]))
+    elif kind == "node_ended":
+        entry.update(node=rest[0], exit_route=rest[1], seconds=rest[2])
+    elif kind == "generation":
+        node, model, prompt_tokens, tokens, first_token, seconds, error = rest
+        entry.update(
+            node=node,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            tokens=tokens,
+            seconds_to_first_token=first_token,
+            seconds=seconds,
+            error=error,
+        )
+    elif kind == "tool_call":
+        call: ToolCallEvent = rest[0]
+        entry.update(
+            node=call.node_name,
+            call_id=call.call_id,
+            tool=call.tool_name,
+            arguments=call.arguments_json,
+            disposition=call.disposition,
+        )
+    elif kind == "paused":
+        info: PauseInfo = rest[0]
+        entry.update(
             node=info.node_name,
             pending_exit=info.pending_exit,
             pending_target=info.pending_target,
@@ -147,46 +228,11 @@ class TimelineRecorder(TurnObserver):
             pending_calls=[call.call_id for call in info.pending_calls],
             awaits_results=info.awaits_results,
         )
-
-    def _pause_over(self, agent: Any) -> float | None:
-        track = self.track(agent.agent_id)
-        began, track.paused_at = track.paused_at, None
-        return None if began is None else agent.runtime.clock.now() - began
-
-    def resumed(self, agent: Any, turn: Turn, node_name: str, resume_node: str) -> None:
-        """How long the pause lasted, where the turn goes, the results sent back."""
-        paused_for = self._pause_over(agent)
-        results: dict[str, str] = {}
-        for timeline in reversed(self.track(agent.agent_id).turns):
-            if timeline.turn_id == turn.turn_id:
-                pause = next((e for e in reversed(timeline.events) if e["kind"] == "paused"), None)
-                if pause and pause["pending_calls"]:
-                    calls = [
-                        ToolCallEvent(call_id, "", "", node_name, "")
-                        for call_id in pause["pending_calls"]
-                    ]
-                    results = tool_results_sent(turn, calls)
-                break
-        self._add(
-            agent,
-            turn.turn_id,
-            "resumed",
-            node=node_name,
-            resume_node=resume_node,
-            paused_seconds=paused_for,
-            results=results,
-        )
-
-    def turn_ended(self, agent: Any, turn: Turn, result: TurnResult) -> None:
-        """The final text and status."""
-        paused_for = self._pause_over(agent)
-        track = self.track(agent.agent_id)
-        track.node = ""
-        track.timeline(turn.turn_id).status = result.status.value
-        self._add(
-            agent,
-            turn.turn_id,
-            "turn_ended",
+    elif kind == "resumed":
+        entry.update(node=rest[0], resume_node=rest[1], paused_seconds=rest[2], results=rest[3])
+    elif kind == "turn_ended":
+        result: TurnResult = rest[0]
+        entry.update(
             status=result.status.value,
             text=result.text,
             tokens=result.tokens_generated,
@@ -194,50 +240,6 @@ class TimelineRecorder(TurnObserver):
             error_message=result.error_message,
             pause_count=result.pause_count,
             paused_seconds=result.paused_duration_s,
-            ended_while_paused_for=paused_for,
+            ended_while_paused_for=rest[1],
         )
-
-    def rejected(self, agent_id: int | None, operation: str, code: int, message: str) -> None:
-        """Rejections reach the page that asked through its own reply (`actions`)."""
-
-
-class Watchers:
-    """The pages watching, each a queue of message batches: events are gathered for one loop
-    iteration, then each page gets one batch."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, max_batches: int = 256) -> None:
-        self._loop = loop
-        self._queues: set[asyncio.Queue[list[dict[str, Any]]]] = set()
-        self._pending: list[dict[str, Any]] = []
-        self._max = max_batches
-
-    def __len__(self) -> int:
-        return len(self._queues)
-
-    def join(self) -> asyncio.Queue[list[dict[str, Any]]]:
-        """A new page's queue."""
-        queue: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue(self._max)
-        self._queues.add(queue)
-        return queue
-
-    def leave(self, queue: asyncio.Queue[list[dict[str, Any]]]) -> None:
-        """A page went away."""
-        self._queues.discard(queue)
-
-    def push(self, message: dict[str, Any]) -> None:
-        """Send `message` to every page, with the others of this loop iteration."""
-        if not self._queues:
-            return
-        if not self._pending:
-            self._loop.call_soon(self._flush)
-        self._pending.append(message)
-
-    def _flush(self) -> None:
-        batch, self._pending = self._pending, []
-        for queue in self._queues:
-            if queue.full():  # a page that does not read: it gets told to reload instead
-                while not queue.empty():
-                    queue.get_nowait()
-                queue.put_nowait([{"type": "resync"}])
-            else:
-                queue.put_nowait(batch)
+    return entry

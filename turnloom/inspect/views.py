@@ -66,6 +66,23 @@ def agent_summary(
     }
 
 
+def row_key(agent: Any, track: AgentTrack | None) -> tuple[Any, ...]:
+    """What an agent's row shows, cheaply: a row whose key has not changed since the pages
+    last heard of it need not be sent again (the page ages the pause time itself)."""
+    turn = agent.turn
+    pause = turn.pause
+    last = agent.last_result
+    return (
+        turn.state,
+        None if pause is None else pause.started_at,
+        None if pause is None else pause.info.node_name,
+        "" if track is None else track.node,
+        "" if track is None else track.last_node,
+        None if last is None else last.status,
+        tuple(agent.tags.items()) if agent.tags else (),
+    )
+
+
 def agent_detail(
     agent: Any, track: AgentTrack | None, labels: dict[int, str], now: float
 ) -> dict[str, Any]:
@@ -88,11 +105,50 @@ def agent_detail(
         }
     detail["graph_data"] = graph_data(agent)
     detail["params"] = {name: params_form(params) for name, params in agent.params.items()}
+    params = agent.params
+
+    def node_type(node: str) -> str:
+        return str(getattr(params.get(node), "node_type", ""))
+
     detail["timeline"] = [
-        {"turn_id": t.turn_id, "status": t.status, "events": list(t.events)}
+        {"turn_id": t.turn_id, "status": t.status, "events": t.entries(node_type)}
         for t in (track.turns if track is not None else ())
     ]
+    turn = agent.turn
+    seen = track is not None and any(t.turn_id == turn.turn_id for t in track.turns)
+    if turn.state is not TurnState.IDLE and not seen:
+        detail["timeline"].append(_begun_unseen(turn))
     return detail
+
+
+def _begun_unseen(turn: Any) -> dict[str, Any]:
+    """The open turn of an agent whose turn began before the inspector was watching: what the
+    turn itself still says (its message, its pause), so a late page is not left blank."""
+    events: list[dict[str, Any]] = [
+        {
+            "turn_id": turn.turn_id,
+            "kind": "turn_started",
+            "at": None,
+            "message": turn.interaction.user_message,
+        }
+    ]
+    pause = turn.pause
+    if pause is not None:
+        info = pause.info
+        events.append(
+            {
+                "turn_id": turn.turn_id,
+                "kind": "paused",
+                "at": round(pause.started_at, 6),
+                "node": info.node_name,
+                "pending_exit": info.pending_exit,
+                "pending_target": info.pending_target,
+                "timeout_ms": info.timeout_ms,
+                "pending_calls": [call.call_id for call in info.pending_calls],
+                "awaits_results": info.awaits_results,
+            }
+        )
+    return {"turn_id": turn.turn_id, "status": "", "events": events, "before_inspector": True}
 
 
 def graph_data(agent: Any) -> dict[str, Any]:

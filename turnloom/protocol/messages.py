@@ -73,6 +73,12 @@ REQUESTS: dict[str, tuple[Field, ...]] = {
     "GetAgentState": (AGENT_ID,),
     "Cancel": (AGENT_ID,),
     "SetInputPolicy": (AGENT_ID, Field("input_policy", "any", required=True)),
+    # Save slots: "any" fields are the engine's to check (3007), as in the host API.
+    "SaveSlot": (AGENT_ID, Field("slot", "any", required=True)),
+    "LoadSlot": (Field("slot", "any", required=True), Field("replace_agent_id", "any")),
+    "ForkAgent": (Field("agent_id", "any"), Field("slot", "any")),
+    "ListSlots": (Field("agent_id", "any"),),
+    "DeleteSlot": (Field("slot", "any", required=True),),
     "ListModels": (),
 }
 
@@ -89,6 +95,11 @@ OPERATIONS: dict[str, str] = {
     "GetAgentState": "wait",
     "Cancel": "cancel",
     "SetInputPolicy": "set_input_policy",
+    "SaveSlot": "save",
+    "LoadSlot": "load",
+    "ForkAgent": "fork",
+    "ListSlots": "slots",
+    "DeleteSlot": "delete_slot",
     "ListModels": "list_models",
 }
 
@@ -101,6 +112,7 @@ REPLIES = frozenset(
         "AgentParamResponse",
         "AgentStateResponse",
         "ModelListResponse",
+        "SlotListResponse",
     }
 )
 EVENTS = frozenset({"AnswerText", "NodeEvent", "TurnComplete", "AgentDetached"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..engine.durable.store.slots import SlotInfo
 from ..engine.inference.info import ModelInfo
 from ..engine.turns.results import (
     MessageEvent,
@@ -27,6 +28,8 @@ def tool_call_to_wire(event: ToolCallEvent) -> dict[str, Any]:
         "disposition": event.disposition,
         "arguments": event.arguments,
     }
+    if event.unread_arguments:  # only then: clients that do not know the key see no change
+        wire["unread_arguments"] = list(event.unread_arguments)
     return wire
 
 
@@ -39,6 +42,7 @@ def tool_call_from_wire(data: Mapping[str, Any]) -> ToolCallEvent:
         node_name=data["node_name"],
         disposition=data["disposition"],
         arguments=dict(data.get("arguments") or {}),
+        unread_arguments=tuple(str(name) for name in data.get("unread_arguments") or ()),
     )
 
 
@@ -50,6 +54,7 @@ def message_to_wire(event: MessageEvent) -> dict[str, Any]:
         "fate": event.fate.value,
         "replaced_turn_id": event.replaced_turn_id or None,
         "queued": event.queued,
+        "waited": event.waited,
     }
 
 
@@ -61,7 +66,23 @@ def message_from_wire(data: Mapping[str, Any]) -> MessageEvent:
         turn_id=data.get("turn_id") or 0,
         replaced_turn_id=data.get("replaced_turn_id") or 0,
         queued=int(data.get("queued") or 0),
+        waited=bool(data.get("waited")),
     )
+
+
+def slot_to_wire(info: SlotInfo) -> dict[str, Any]:
+    """A save slot's description as a map."""
+    return {
+        "slot": info.slot,
+        "agent_id": info.agent_id,
+        "saved_at": info.saved_at,
+        "size": info.size,
+    }
+
+
+def slot_from_wire(data: Mapping[str, Any]) -> SlotInfo:
+    """The description a `slot_to_wire` map holds."""
+    return SlotInfo(data["slot"], data["agent_id"], float(data["saved_at"]), data["size"])
 
 
 def pause_to_wire(info: PauseInfo) -> dict[str, Any]:

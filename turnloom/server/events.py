@@ -99,11 +99,14 @@ class SessionEvents(AgentListener):
         self.send({"type": "TurnComplete", "agent_id": agent_id, **result_to_wire(result)})
 
     def on_message(self, agent_id: int, event: MessageEvent) -> None:
-        """Send a NodeEvent message, for an agent whose input policy is not `reject` (under
-        `reject` a message starts a turn or is refused, which the request's answer says)."""
+        """Send a NodeEvent message: for an agent whose input policy is not `reject`, and for
+        any message that waited (queued before the policy became `reject`); otherwise a message
+        starts a turn or is refused, which the request's answer says."""
         core = self.agents.get(agent_id)
-        if core is None or core.input_policy is InputPolicy.REJECT:
+        if core is None:
             return
+        if core.input_policy is InputPolicy.REJECT and not event.waited:
+            return  # a plain start: the SendMessage's Ack says it all (older clients see no change)
         self.send(
             {
                 "type": "NodeEvent",

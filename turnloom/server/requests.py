@@ -15,6 +15,7 @@ from typing import Any
 
 from ..engine.core import EngineCore
 from ..engine.durable.agent import DurableAgentCore
+from ..engine.durable.saves import checked_slot, shelf_of
 from ..engine.graph.fields import params_to_mapping
 from ..engine.inference.info import model_info
 from ..engine.support.guards import brief
@@ -24,7 +25,7 @@ from ..engine.turns.agent import AgentCore
 from ..protocol.errors import ErrorCode, TurnloomError
 from ..protocol.frames import PROTOCOL_VERSION
 from ..protocol.graph_codec import NODE_TYPES, graph_from_wire, params_from_wire
-from ..protocol.records import model_info_to_wire, pause_to_wire, result_to_wire
+from ..protocol.records import model_info_to_wire, pause_to_wire, result_to_wire, slot_to_wire
 from ..states import InputPolicy, TurnState
 from .attach import DIGEST_TAG, new_token, tags_open, token_opens
 from .auth import MAX_AUTH_FAILURES, AuthKey, refusal
@@ -287,6 +288,54 @@ class SessionRequests(SessionEvents):
         core = self.agent(fields)
         return {"type": "Ack", "agent_id": core.agent_id, "cancelled": core.cancel()}
 
+    def save_slot(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """SaveSlot: the agent into the server store's slot."""
+        info = self.engine_core.save_slot(self.agent(fields), fields["slot"])
+        return {"type": "Ack", "agent_id": info.agent_id, **slot_to_wire(info)}
+
+    def load_slot(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """LoadSlot: a new agent of this session from a slot, or in place of one of its own."""
+        replace = fields["replace_agent_id"]
+        if replace is not None:
+            self.agent({"agent_id": replace})  # only this session's agents can be replaced
+        else:
+            self.agent_room()
+        core = self.engine_core.load_slot(fields["slot"], self, replace=replace, durable=False)
+        return self.adopted(core, replace)
+
+    def fork_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """ForkAgent: a new agent of this session from one of its agents, or from a slot."""
+        agent_id, slot = fields["agent_id"], fields["slot"]
+        if (agent_id is None) == (slot is None):
+            raise InvalidParamValue("ForkAgent: give either agent_id or slot")
+        self.agent_room()
+        if slot is not None:
+            core = self.engine_core.load_slot(slot, self, durable=False)
+        else:
+            core = self.engine_core.fork(self.agent(fields), self, durable=False)
+        return self.adopted(core, None)
+
+    def adopted(self, core: AgentCore, replaced: int | None) -> dict[str, Any]:
+        """A loaded or forked agent, taken into the session; the token digest of the durable
+        agent it may come from is not its own."""
+        core.tags = {k: v for k, v in core.tags.items() if k != DIGEST_TAG}
+        if replaced is not None:
+            self.agents.pop(replaced, None)
+        return {**self.created(core, None), "input_policy": core.input_policy.value}
+
+    def list_slots(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """ListSlots: the server store's slots, newest first."""
+        slots = shelf_of(self.engine_core.store, "ListSlots").slots(fields["agent_id"])
+        return {"type": "SlotListResponse", "slots": [slot_to_wire(info) for info in slots]}
+
+    def delete_slot(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """DeleteSlot: remove a slot; `deleted` is False when there was none."""
+        shelf = shelf_of(self.engine_core.store, "DeleteSlot")
+        return {
+            "type": "Ack",
+            "deleted": shelf.delete_slot(checked_slot(fields["slot"], "DeleteSlot")),
+        }
+
     def list_models(self, fields: dict[str, Any]) -> dict[str, Any]:
         """ListModels: the models graphs may name, sorted by name."""
         backends = self.engine_core.models
@@ -318,5 +367,10 @@ HANDLERS: dict[str, Handler] = {
     "GetAgentState": SessionRequests.get_state,
     "Cancel": SessionRequests.cancel,
     "SetInputPolicy": SessionRequests.set_input_policy,
+    "SaveSlot": SessionRequests.save_slot,
+    "LoadSlot": SessionRequests.load_slot,
+    "ForkAgent": SessionRequests.fork_agent,
+    "ListSlots": SessionRequests.list_slots,
+    "DeleteSlot": SessionRequests.delete_slot,
     "ListModels": SessionRequests.list_models,
 }

@@ -91,6 +91,13 @@ class TurnMetrics(TurnObserver):
         self._started: dict[tuple[int, int], float] = {}
         #: Per paused turn: when its pause began.
         self._paused: dict[tuple[int, int], float] = {}
+        # Counted at each scrape: the pauses seen here, until `count_paused` says better.
+        self.paused_now.set_function(lambda: len(self._paused))
+
+    def count_paused(self, count: Callable[[], float]) -> None:
+        """Read the turns paused now from `count` at each scrape (the engine's own agents, so
+        that a turn restored paused from a store counts too: it paused in another process)."""
+        self.paused_now.set_function(count)
 
     def count_sessions(self, count: Callable[[], float]) -> None:
         """Read the open sessions from `count` at each scrape (the server's session count)."""
@@ -109,7 +116,6 @@ class TurnMetrics(TurnObserver):
     def paused(self, agent: Any, turn: Turn, info: PauseInfo) -> None:
         """Count the pause and note when it began."""
         self._paused[agent.agent_id, turn.turn_id] = agent.runtime.clock.now()
-        self.paused_now.set(len(self._paused))
 
     def resumed(self, agent: Any, turn: Turn, node_name: str, resume_node: str) -> None:
         """Book the pause that just ended."""
@@ -119,7 +125,6 @@ class TurnMetrics(TurnObserver):
         began = self._paused.pop((agent.agent_id, turn_id), None)
         if began is not None:
             self.pause_seconds.observe(agent.runtime.clock.now() - began)
-            self.paused_now.set(len(self._paused))
 
     def generation_ended(self, agent: Any, turn: Turn, node: str, record: GenerationRecord) -> None:
         """Count the generation's tokens and time to the first token."""

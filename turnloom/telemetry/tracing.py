@@ -10,7 +10,9 @@ does not. A turn that comes back from a snapshot mid-way (a durable restore) get
 marked `turnloom.turn.restored`, linked to the span it continues when this process made it.
 
 Spans go to the tracer provider given, else to the global one; while that is OpenTelemetry's
-default (no SDK configured) or a no-op provider, a turn records nothing and costs a type test.
+default (no SDK configured) a turn records nothing, and the global provider is looked at again
+at most once a second (so spans begin within a second of an app setting one). Given a no-op
+provider it is never called at all (`records_nothing`).
 """
 
 from __future__ import annotations
@@ -35,11 +37,20 @@ except ImportError:  # pragma: no cover - exercised by the test that hides the p
 SCOPE = "turnloom"
 #: How many ended turns' span contexts are kept to link a restored turn to.
 KEPT_LINKS = 1024
+#: While no tracer provider is set, how long the global one is taken as still unset before
+#: it is looked at again (a look costs an environment lookup: every hook of every turn would
+#: pay it). Spans begin at most this long after an app sets its provider.
+UNSET_RECHECK_S = 1.0
 
 
 def available() -> bool:
     """Whether `opentelemetry-api` is installed."""
     return trace is not None
+
+
+def _records_nothing(provider: Any) -> bool:
+    """OpenTelemetry's default provider (before an SDK is set) and its no-op one."""
+    return isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
 @dataclass(slots=True)
@@ -65,18 +76,34 @@ class TurnTracer(TurnObserver):
         except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
             self._version = None
         self._provider = tracer_provider
+        #: Given a no-op provider, nothing will ever be recorded: every callback returns at once.
+        self._dormant = isinstance(tracer_provider, trace.NoOpTracerProvider)
         self._seen_provider: Any = None
+        #: Until when (monotonic clock) the global provider is taken as still unset.
+        self._unset_until = 0.0
         self._tracer: Any = None
         self._open: dict[tuple[int, int], _OpenTurn] = {}
         #: turn id -> the context of its latest span, for a restored turn's link.
         self._ended: OrderedDict[int, Any] = OrderedDict()
 
+    def records_nothing(self) -> bool:
+        """Given a no-op provider, it never records: the engine leaves it out of the turns."""
+        return self._dormant
+
     def tracer(self) -> Any:
         """The tracer spans go to now, or None while nothing would record them."""
+        if self._dormant:
+            return None
         provider = self._provider
         if provider is None:
+            now = time.monotonic()
+            if now < self._unset_until:
+                return None
             provider = trace.get_tracer_provider()
-        if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+            if _records_nothing(provider):
+                self._unset_until = now + UNSET_RECHECK_S
+                return None
+        elif _records_nothing(provider):
             return None
         if provider is not self._seen_provider:
             self._seen_provider = provider
@@ -112,7 +139,10 @@ class TurnTracer(TurnObserver):
             self._ended.popitem(last=False)
 
     def _turn(self, agent: Any, turn: Turn) -> _OpenTurn | None:
-        opened = self._open.get((agent.agent_id, turn.turn_id))
+        """The turn's open span, or a new one for a turn restored paused from a snapshot."""
+        if self._dormant:
+            return None
+        opened = self._open.get((agent.agent_id, turn.turn_id)) if self._open else None
         if opened is None and turn.pause_count and self.tracer() is not None:
             # Not started here but already paused once: a turn restored from a snapshot.
             opened = self._start(agent, turn, restored=True)
@@ -153,7 +183,8 @@ class TurnTracer(TurnObserver):
 
     def node_started(self, agent: Any, turn: Turn, node: str) -> None:
         """Open the node's span under the turn's."""
-        opened = self._turn(agent, turn)
+        # A turn restored paused is first heard of by `resumed` or `turn_ended`, never here.
+        opened = self._open.get((agent.agent_id, turn.turn_id)) if self._open else None
         if opened is None:
             return
         params = agent.params.get(node)
@@ -168,7 +199,7 @@ class TurnTracer(TurnObserver):
 
     def node_ended(self, agent: Any, turn: Turn, node: str, exit_route: str) -> None:
         """Close the node's span with the exit it took."""
-        opened = self._open.get((agent.agent_id, turn.turn_id))
+        opened = self._open.get((agent.agent_id, turn.turn_id)) if self._open else None
         if opened is None or opened.node_span is None:
             return
         opened.node_span.set_attribute("turnloom.node.exit_route", exit_route)
@@ -177,7 +208,7 @@ class TurnTracer(TurnObserver):
 
     def generation_ended(self, agent: Any, turn: Turn, node: str, record: GenerationRecord) -> None:
         """A span for the generation, under its node's, with the GenAI attributes."""
-        opened = self._open.get((agent.agent_id, turn.turn_id))
+        opened = self._open.get((agent.agent_id, turn.turn_id)) if self._open else None
         if opened is None:
             return
         parent = opened.node_span or opened.span
@@ -210,7 +241,7 @@ class TurnTracer(TurnObserver):
 
     def tool_called(self, agent: Any, turn: Turn, event: ToolCallEvent) -> None:
         """An event of the node's span with the call's id, tool and arguments."""
-        opened = self._open.get((agent.agent_id, turn.turn_id))
+        opened = self._open.get((agent.agent_id, turn.turn_id)) if self._open else None
         if opened is None:
             return
         (opened.node_span or opened.span).add_event(
@@ -225,7 +256,7 @@ class TurnTracer(TurnObserver):
 
     def paused(self, agent: Any, turn: Turn, info: PauseInfo) -> None:
         """Note the pause; its event goes in when it ends, with its duration."""
-        opened = self._turn(agent, turn)
+        opened = self._open.get((agent.agent_id, turn.turn_id)) if self._open else None
         if opened is None:
             return
         opened.pause = info

@@ -69,6 +69,27 @@ Future<Step> Agent::ResumeWithToolResultAsync(ToolResult result) {
   return ResumeWithToolResultsAsync({std::move(result)});
 }
 
+Result<void> Agent::SetInputPolicy(InputPolicy policy, milliseconds timeout) {
+  return Block<void>(core_.get(), "SetInputPolicy", timeout,
+                     [&] { return SetInputPolicyAsync(policy); });
+}
+Future<void> Agent::SetInputPolicyAsync(InputPolicy policy) {
+  if (!core_) return Refused<void>("SetInputPolicyAsync");
+  return core_->SetInputPolicyAsync(policy);
+}
+
+InputPolicy Agent::input_policy() const {
+  return core_ ? core_->input_policy() : InputPolicy::Reject;
+}
+
+Result<SlotInfo> Agent::Save(std::string_view slot, milliseconds timeout) {
+  return Block<SlotInfo>(core_.get(), "Save", timeout, [&] { return SaveAsync(slot); });
+}
+Future<SlotInfo> Agent::SaveAsync(std::string_view slot) {
+  if (!core_) return Refused<SlotInfo>("SaveAsync");
+  return core_->SaveAsync(slot);
+}
+
 Result<void> Agent::ChangeParams(std::string_view node_name, NodeParams params,
                                  milliseconds timeout) {
   return Block<void>(core_.get(), "ChangeParams", timeout,
@@ -146,6 +167,9 @@ void Agent::SetOnAnswerText(AnswerTextCallback callback) {
 }
 void Agent::SetOnTurnComplete(TurnCompleteCallback callback) {
   if (core_) core_->EditCallbacks([&](auto& c) { c.turn_complete = std::move(callback); });
+}
+void Agent::SetOnMessage(MessageCallback callback) {
+  if (core_) core_->EditCallbacks([&](auto& c) { c.message = std::move(callback); });
 }
 void Agent::SetOnError(AgentErrorCallback callback) {
   if (core_) core_->EditCallbacks([&](auto& c) { c.error = std::move(callback); });

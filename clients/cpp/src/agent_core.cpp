@@ -5,8 +5,8 @@
 
 namespace turnloom::detail {
 
-AgentCore::AgentCore(std::shared_ptr<Session> session, std::int64_t id)
-    : session_(std::move(session)), id_(id) {}
+AgentCore::AgentCore(std::shared_ptr<Session> session, std::int64_t id, InputPolicy input_policy)
+    : session_(std::move(session)), id_(id), input_policy_(input_policy) {}
 
 // --- events ----------------------------------------------------------------------------------
 
@@ -46,9 +46,37 @@ void AgentCore::OnEvent(const Value& frame) {
       }
       if (with_id) with_id(call.call_id, call.tool_name, call.arguments_json);
       if (with_event) with_event(call);
+    } else if (event == "message") {
+      OnMessage(MessageFromWire(frame));
     }
     // Other events: a newer server's; ignored.
   }
+}
+
+// While messages wait, every turn that starts plainly is the oldest one's (the agent is busy
+// until its queue is empty; interrupt and merge report their own fates).
+void AgentCore::OnMessage(MessageEvent event) {
+  MessageCallback callback;
+  std::optional<Promise<Step>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    callback = callbacks_.message;
+    if (!queued_.empty() && (event.fate == "started" || event.fate == "dropped")) {
+      Promise<Step> oldest = queued_.front();
+      queued_.erase(queued_.begin());
+      if (event.fate == "started") {
+        steps_.push_back(oldest);
+      } else {
+        dropped = oldest;
+      }
+    }
+  }
+  if (dropped) {
+    dropped->Set(Error(ErrorCode::AgentAlreadyDestroyed,
+                       "agent " + std::to_string(id_) +
+                           " was destroyed while the message waited in its queue"));
+  }
+  if (callback) callback(event);
 }
 
 void AgentCore::Paused(PauseInfo info) {
@@ -141,12 +169,33 @@ void AgentCore::Fail(const Error& error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     steps.swap(steps_);
+    steps.insert(steps.end(), queued_.begin(), queued_.end());
+    queued_.clear();
     completions.swap(completions_);
     callback = callbacks_.error;
   }
   for (auto& waiter : steps) waiter.Set(error);
   for (auto& waiter : completions) waiter.Set(error);
   if (callback) callback(error);
+}
+
+void AgentCore::Replaced(const std::string& slot) {
+  std::vector<Promise<Step>> steps;
+  std::vector<Promise<std::optional<TurnResult>>> completions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    destroyed_ = true;
+    steps.swap(steps_);
+    steps.insert(steps.end(), queued_.begin(), queued_.end());
+    queued_.clear();
+    completions.swap(completions_);
+  }
+  // Its open turn ended cancelled before the reply (settling its waiters); what is left
+  // would wait forever.
+  const Error gone(ErrorCode::AgentAlreadyDestroyed,
+                   "agent " + std::to_string(id_) + " was replaced by save slot '" + slot + "'");
+  for (auto& waiter : steps) waiter.Set(gone);
+  for (auto& waiter : completions) waiter.Set(gone);
 }
 
 // --- requests --------------------------------------------------------------------------------
@@ -174,7 +223,8 @@ Future<Step> AgentCore::StepRequest(const char* operation, Value message,
     }
     if (on_accepted) on_accepted();
     std::lock_guard<std::mutex> lock(self->mutex_);
-    self->steps_.push_back(step);
+    // A queued message's Ack (Enqueue): its step comes after its "started" event.
+    (reply->GetBool("queued") ? self->queued_ : self->steps_).push_back(step);
   });
   return step.GetFuture();
 }
@@ -232,6 +282,28 @@ Future<Step> AgentCore::RetryPausedToolBatchAsync() {
                        std::lock_guard<std::mutex> lock(self->mutex_);
                        if (self->batch_serial_ == serial) self->kept_batch_.reset();
                      });
+}
+
+Future<void> AgentCore::SetInputPolicyAsync(InputPolicy policy) {
+  auto self = shared_from_this();
+  return Call<void>(
+      "set_input_policy",
+      Value::MakeMap().Set("type", "SetInputPolicy").Set("input_policy", InputPolicyName(policy)),
+      [self, policy](const Value&) {
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        self->input_policy_ = policy;
+        return Result<void>();
+      });
+}
+
+InputPolicy AgentCore::input_policy() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return input_policy_;
+}
+
+Future<SlotInfo> AgentCore::SaveAsync(std::string_view slot) {
+  return Call<SlotInfo>("save", Value::MakeMap().Set("type", "SaveSlot").Set("slot", slot),
+                        [](const Value& reply) { return Result<SlotInfo>(SlotFromWire(reply)); });
 }
 
 Future<void> AgentCore::ChangeParamsAsync(std::string_view node_name, Value params,
@@ -294,7 +366,10 @@ Future<Step> AgentCore::WaitAsync() {
           return step.Set(now);
         }
         if (state == "paused" && pause != nullptr && pause->IsMap()) {
-          return step.Set(Step{PauseFromWire(*pause), std::nullopt});
+          // The state's `pause` map leaves the turn to the reply's own turn_id.
+          PauseInfo info = PauseFromWire(*pause);
+          if (info.turn_id == 0) info.turn_id = reply->GetInt("turn_id");
+          return step.Set(Step{std::move(info), std::nullopt});
         }
         std::lock_guard<std::mutex> lock(self->mutex_);
         self->steps_.push_back(step);

@@ -21,7 +21,7 @@ namespace turnloom::detail {
 
 class AgentCore : public std::enable_shared_from_this<AgentCore> {
  public:
-  AgentCore(std::shared_ptr<Session> session, std::int64_t id);
+  AgentCore(std::shared_ptr<Session> session, std::int64_t id, InputPolicy input_policy);
 
   std::int64_t id() const noexcept { return id_; }
   Session& session() noexcept { return *session_; }
@@ -30,6 +30,9 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   void OnEvent(const Value& frame);
   // The answers this agent's waiters wait for will not come.
   void Fail(const Error& error);
+  // A LoadSlot put another agent in this one's place (same id): the server destroyed this one,
+  // so its later calls are 3002 and waits still open fail with 3002.
+  void Replaced(const std::string& slot);
 
   // --- requests ---
   Future<Step> SendMessageAsync(std::string_view text);
@@ -41,6 +44,9 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   Future<Step> WaitAsync();
   Future<std::optional<TurnResult>> WaitCompleteAsync();
   Future<Step> RetryPausedToolBatchAsync();
+  Future<void> SetInputPolicyAsync(InputPolicy policy);
+  Future<SlotInfo> SaveAsync(std::string_view slot);
+  InputPolicy input_policy() const;
 
   // --- host side ---
   struct Callbacks {
@@ -50,6 +56,7 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
     ToolCallEventCallback tool_call_event;
     AnswerTextCallback answer_text;
     TurnCompleteCallback turn_complete;
+    MessageCallback message;
     AgentErrorCallback error;
   };
   // Changes the callbacks under the lock (`edit(callbacks)`).
@@ -70,6 +77,7 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   void Paused(PauseInfo info);
   void Completed(TurnResult result);
   void SettleSteps(const Step& step);
+  void OnMessage(MessageEvent event);
 
   const std::shared_ptr<Session> session_;
   const std::int64_t id_;
@@ -78,6 +86,9 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   Callbacks callbacks_;
   std::map<std::string, ToolHandler, std::less<>> tools_;
   std::vector<Promise<Step>> steps_;
+  // Callers of queued messages (Enqueue), oldest first, in the server's queue order: each
+  // joins steps_ when the server says its turn started.
+  std::vector<Promise<Step>> queued_;
   std::vector<Promise<std::optional<TurnResult>>> completions_;
   std::optional<PauseInfo> pause_;
   std::uint64_t pause_serial_ = 0;  // tells a later pause from the one an auto-resume answered
@@ -85,6 +96,7 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   std::uint64_t batch_serial_ = 0;
   std::optional<TurnResult> last_result_;
   bool destroyed_ = false;
+  InputPolicy input_policy_;  // as this client last set it or heard it
 };
 
 }  // namespace turnloom::detail

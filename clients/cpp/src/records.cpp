@@ -46,6 +46,37 @@ TurnResult ResultFromWire(const Value& frame) {
   return r;
 }
 
+MessageEvent MessageFromWire(const Value& frame) {
+  MessageEvent m;
+  m.text = frame.GetString("text");
+  m.fate = frame.GetString("fate");
+  if (const Value* turn = frame.Find("turn_id"); turn != nullptr && turn->AsInt()) {
+    m.turn_id = *turn->AsInt();
+  }
+  if (const Value* replaced = frame.Find("replaced_turn_id");
+      replaced != nullptr && replaced->AsInt()) {
+    m.replaced_turn_id = *replaced->AsInt();
+  }
+  m.queued = frame.GetInt("queued");
+  return m;
+}
+
+SlotInfo SlotFromWire(const Value& item) {
+  SlotInfo s;
+  s.slot = item.GetString("slot");
+  s.agent_id = item.GetInt("agent_id");
+  s.saved_at = item.GetDouble("saved_at");
+  s.size = item.GetInt("size");
+  return s;
+}
+
+InputPolicy InputPolicyFromName(std::string_view name) noexcept {
+  if (name == "enqueue") return InputPolicy::Enqueue;
+  if (name == "interrupt") return InputPolicy::Interrupt;
+  if (name == "merge") return InputPolicy::Merge;
+  return InputPolicy::Reject;
+}
+
 ModelInfo ModelInfoFromWire(const Value& item) {
   ModelInfo m;
   m.name = item.GetString("name");
@@ -67,3 +98,17 @@ Value ToolResultsToWire(const std::vector<ToolResult>& results) {
 }
 
 }  // namespace turnloom::detail
+
+namespace turnloom {
+
+const char* InputPolicyName(InputPolicy policy) noexcept {
+  switch (policy) {
+    case InputPolicy::Enqueue: return "enqueue";
+    case InputPolicy::Interrupt: return "interrupt";
+    case InputPolicy::Merge: return "merge";
+    case InputPolicy::Reject: break;
+  }
+  return "reject";
+}
+
+}  // namespace turnloom

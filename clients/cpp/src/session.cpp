@@ -546,9 +546,13 @@ void Session::Stop() {
 
 // --- small things ------------------------------------------------------------------------------
 
-void Session::AddAgent(std::int64_t id, std::shared_ptr<AgentCore> agent) {
+std::shared_ptr<AgentCore> Session::AddAgent(std::int64_t id, std::shared_ptr<AgentCore> agent) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->lost) impl_->agents[id] = std::move(agent);
+  if (impl_->lost) return nullptr;
+  std::shared_ptr<AgentCore>& held = impl_->agents[id];
+  std::shared_ptr<AgentCore> old = std::move(held);
+  held = std::move(agent);
+  return old;
 }
 
 void Session::RemoveAgent(std::int64_t id) {

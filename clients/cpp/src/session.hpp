@@ -37,7 +37,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // over max_frame_bytes: 5003, nothing sent).
   void Request(Value message, ReplyHandler done);
 
-  void AddAgent(std::int64_t id, std::shared_ptr<AgentCore> agent);
+  // Routes the events of `id` to `agent`; returns the agent it replaced there (a LoadSlot in
+  // place of one), or nullptr.
+  std::shared_ptr<AgentCore> AddAgent(std::int64_t id, std::shared_ptr<AgentCore> agent);
   void RemoveAgent(std::int64_t id);
   std::vector<std::shared_ptr<AgentCore>> Agents();
 

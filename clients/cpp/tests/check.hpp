@@ -78,9 +78,10 @@ inline void Report(Context& ctx, const char* file, int line, const std::string& 
 // A Result that must be ok: prints its error otherwise.
 #define CHECK_OK(result)                                                                    \
   do {                                                                                      \
-    if (!(result).ok()) {                                                                   \
+    auto&& check_r_ = (result); /* evaluated once: it may be a blocking call */            \
+    if (!check_r_.ok()) {                                                                   \
       ::tltest::Report(ctx, __FILE__, __LINE__,                                             \
-                       std::string(#result " failed: ") + (result).error().ToString());     \
+                       std::string(#result " failed: ") + check_r_.error().ToString());     \
       return;                                                                               \
     }                                                                                       \
   } while (0)
@@ -88,16 +89,17 @@ inline void Report(Context& ctx, const char* file, int line, const std::string& 
 // A Result that must have failed with `code`.
 #define CHECK_ERROR(result, code)                                                           \
   do {                                                                                      \
-    if ((result).ok()) {                                                                    \
+    auto&& check_r_ = (result); /* evaluated once: it may be a blocking call */            \
+    if (check_r_.ok()) {                                                                    \
       ::tltest::Report(ctx, __FILE__, __LINE__, std::string(#result " succeeded; wanted ") + \
                                                     ::turnloom::ErrorCodeName(int(code)));  \
       return;                                                                               \
     }                                                                                       \
-    if (!(result).error().Is(code)) {                                                       \
+    if (!check_r_.error().Is(code)) {                                                       \
       ::tltest::Report(ctx, __FILE__, __LINE__,                                             \
                        std::string(#result ": wanted ") +                                   \
                            ::turnloom::ErrorCodeName(int(code)) + ", got " +                \
-                           (result).error().ToString());                                    \
+                           check_r_.error().ToString());                                    \
       return;                                                                               \
     }                                                                                       \
   } while (0)

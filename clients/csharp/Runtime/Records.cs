@@ -191,11 +191,14 @@ namespace Turnloom
             var pause = Wire.Map(m, "pause");
             var last = Wire.Map(m, "last_result");
             object turn = Wire.Get(m, "turn_id");
+            var info = pause != null ? PauseInfo.FromWire(pause) : null;
+            // The state's pause map leaves the turn to the reply's own turn_id.
+            if (info != null && info.TurnId == 0 && turn is long paused) info.TurnId = paused;
             return new AgentState
             {
                 State = Wire.Str(m, "state"),
                 TurnId = turn is long t ? (long?)t : null,
-                Pause = pause != null ? PauseInfo.FromWire(pause) : null,
+                Pause = info,
                 LastResult = last != null ? TurnResult.FromWire(last) : null,
             };
         }
@@ -215,6 +218,28 @@ namespace Turnloom
             CallId = callId;
             Result = result;
         }
+    }
+
+    /// <summary>A save slot in the server's store (docs/reference/durability.md, "Save slots").</summary>
+    public sealed class SlotInfo
+    {
+        /// <summary>Its name (1 to 128 characters).</summary>
+        public string Slot = "";
+        /// <summary>The agent that was saved into it.</summary>
+        public long AgentId;
+        /// <summary>When, in absolute seconds (Unix time).</summary>
+        public double SavedAt;
+        /// <summary>The snapshot's size in bytes.</summary>
+        public long Size;
+
+        internal static SlotInfo FromWire(Dictionary<string, object> m) =>
+            new SlotInfo
+            {
+                Slot = Wire.Str(m, "slot"),
+                AgentId = Wire.Long(m, "agent_id"),
+                SavedAt = Wire.Double(m, "saved_at"),
+                Size = Wire.Long(m, "size"),
+            };
     }
 
     /// <summary>A model the server offers (ListModels).</summary>

@@ -17,17 +17,22 @@ namespace Turnloom
     {
         readonly TurnloomClient client;
         readonly List<Waiter<Step>> steps = new List<Waiter<Step>>();
+        // Callers of queued messages (Enqueue), oldest first, in the server's queue order: each
+        // joins `steps` when the server says its turn started. A caller that timed out keeps its
+        // place, so the order stays the server's.
+        readonly List<Waiter<Step>> queued = new List<Waiter<Step>>();
         readonly List<Waiter<TurnResult>> completions = new List<Waiter<TurnResult>>();
         readonly Dictionary<string, ToolHandler> tools = new Dictionary<string, ToolHandler>();
         List<ToolResult> keptBatch;
         long pauseSerial, batchSerial;
         bool destroyed;
 
-        internal TurnloomAgent(TurnloomClient client, long id, string resumeToken)
+        internal TurnloomAgent(TurnloomClient client, long id, string resumeToken, InputPolicy inputPolicy = InputPolicy.Reject)
         {
             this.client = client;
             Id = id;
             ResumeToken = resumeToken;
+            InputPolicy = inputPolicy;
         }
 
         /// <summary>The server's id of the agent.</summary>
@@ -51,6 +56,14 @@ namespace Turnloom
         /// <summary>Where the agent stood when it was attached (AttachAgent), else null.</summary>
         public AgentState AttachedState { get; private set; }
 
+        /// <summary>What a message does while a turn is open, as this client last set it
+        /// (CreateAgent, SetInputPolicy) or heard it (a loaded or forked agent keeps the saved one).</summary>
+        public InputPolicy InputPolicy { get; private set; }
+
+        /// <summary>Destroyed (DestroyAsync), or replaced by a LoadSlot in its place: every call
+        /// fails with AgentAlreadyDestroyedException.</summary>
+        public bool IsDestroyed => destroyed;
+
         /// <summary>A refused registered-tool batch is kept for <see cref="RetryPausedToolBatchAsync"/>.</summary>
         public bool HasPausedToolBatch => keptBatch != null;
 
@@ -64,6 +77,9 @@ namespace Turnloom
         public event Action<ToolCall> ToolCall;
         /// <summary>A turn ended.</summary>
         public event Action<TurnResult> TurnComplete;
+        /// <summary>A message's fate was decided: started, queued, interrupted, merged or
+        /// dropped (only for agents whose input policy is not Reject).</summary>
+        public event Action<MessageEvent> Message;
         /// <summary>The agent is gone from this session: the connection was lost (1002) or
         /// another session attached it (3001).</summary>
         public event Action<TurnloomException> Disconnected;
@@ -102,6 +118,9 @@ namespace Turnloom
                                 if (handler != null) client.Raise(() => handler(node, to));
                                 break;
                             }
+                        case "message":
+                            OnMessage(MessageEvent.FromWire(frame));
+                            break;
                         case "tool_call":
                             {
                                 var handler = ToolCall;
@@ -117,6 +136,25 @@ namespace Turnloom
                     client.Forget(Id);
                     break;
             }
+        }
+
+        void OnMessage(MessageEvent message)
+        {
+            // While messages wait, every turn that starts plainly is the oldest one's (the agent
+            // is busy until its queue is empty; interrupt and merge report their own fates).
+            if (message.Fate == MessageFate.Started && queued.Count > 0)
+            {
+                steps.Add(queued[0]);
+                queued.RemoveAt(0);
+            }
+            else if (message.Fate == MessageFate.Dropped && queued.Count > 0)
+            {
+                var waiter = queued[0];
+                queued.RemoveAt(0);
+                waiter.Fail(new AgentAlreadyDestroyedException("agent " + Id + " was destroyed while the message waited in its queue"));
+            }
+            var handler = Message;
+            if (handler != null) client.Raise(() => handler(message));
         }
 
         void OnPaused(PauseInfo info)
@@ -188,14 +226,33 @@ namespace Turnloom
 
         internal void Fail(TurnloomException error, bool raise)
         {
-            var waitingSteps = steps.ToArray();
+            var waitingSteps = new List<Waiter<Step>>(steps);
+            waitingSteps.AddRange(queued);
             var waitingEnds = completions.ToArray();
             steps.Clear();
+            queued.Clear();
             completions.Clear();
             foreach (var waiter in waitingSteps) waiter.Fail(error);
             foreach (var waiter in waitingEnds) waiter.Fail(error);
             var handler = Disconnected;
             if (raise && handler != null) client.Raise(() => handler(error));
+        }
+
+        // A LoadSlot put another agent in this one's place (same id): the server destroyed this
+        // one (its open turn's cancelled end came before the reply), so what still waits would
+        // wait forever.
+        internal void Replaced(string slot)
+        {
+            destroyed = true;
+            var waitingSteps = new List<Waiter<Step>>(steps);
+            waitingSteps.AddRange(queued);
+            var waitingEnds = completions.ToArray();
+            steps.Clear();
+            queued.Clear();
+            completions.Clear();
+            var error = new AgentAlreadyDestroyedException("agent " + Id + " was replaced by save slot '" + slot + "'");
+            foreach (var waiter in waitingSteps) waiter.Fail(error);
+            foreach (var waiter in waitingEnds) waiter.Fail(error);
         }
 
         internal void Attached(AgentState state)
@@ -215,7 +272,7 @@ namespace Turnloom
             return true;
         }
 
-        Dictionary<string, object> Message(string type) =>
+        Dictionary<string, object> Frame(string type) =>
             new Dictionary<string, object> { ["type"] = type, ["agent_id"] = Id };
 
         Dictionary<string, object> ResumeMessage(string resumeNode, IList<ToolResult> results)
@@ -224,17 +281,19 @@ namespace Turnloom
             if (results != null)
                 foreach (var r in results)
                     items.Add(new Dictionary<string, object> { ["call_id"] = r.CallId, ["result"] = r.Result });
-            var message = Message("ResumeAgent");
+            var message = Frame("ResumeAgent");
             message["resume_node"] = resumeNode ?? "";
             message["tool_results"] = items;
             return message;
         }
 
         // A request answered by its step: the waiter is registered while the Ack is handled,
-        // before any later frame is looked at (docs/protocol.md section 5).
+        // before any later frame is looked at (docs/protocol.md section 5). A queued message's
+        // Ack (Enqueue) puts it in line instead: its step comes after its "started" event.
         void StepRequest(string operation, Dictionary<string, object> message, Waiter<Step> waiter, Action onAccepted = null)
         {
             if (Refused(waiter, operation)) return;
+            client.Arm(waiter, operation);
             client.Send(message, (reply, error) =>
             {
                 if (error != null)
@@ -243,14 +302,14 @@ namespace Turnloom
                     return;
                 }
                 onAccepted?.Invoke();
-                steps.Add(waiter);
+                (Wire.Bool(reply, "queued") ? queued : steps).Add(waiter);
             });
         }
 
         void Call<T>(string operation, Dictionary<string, object> message, Waiter<T> waiter, Func<Dictionary<string, object>, T> read)
         {
             if (Refused(waiter, operation)) return;
-            client.Call(message, waiter, read);
+            client.Call(operation, message, waiter, read);
         }
 
         static Waiter<T> NewTask<T>(TurnloomClient client, out Task<T> task) => Waiter<T>.ForTask(client, out task);
@@ -258,7 +317,9 @@ namespace Turnloom
         // --- turns --------------------------------------------------------------------------------
 
         /// <summary>Starts a turn with the player's <paramref name="text"/>; answers at its first
-        /// pause or its completion. AgentBusyException while a turn is open.</summary>
+        /// pause or its completion. While a turn is open: AgentBusyException under the Reject
+        /// policy; under Enqueue it answers at the first pause or completion of the message's own
+        /// turn (after the open one ends).</summary>
         public Task<Step> SendMessageAsync(string text)
         {
             var waiter = NewTask(client, out Task<Step> task);
@@ -272,7 +333,7 @@ namespace Turnloom
 
         void SendMessage(string text, Waiter<Step> waiter)
         {
-            var message = Message("SendMessage");
+            var message = Frame("SendMessage");
             message["text"] = text;
             StepRequest("send_message", message, waiter);
         }
@@ -356,7 +417,8 @@ namespace Turnloom
         {
             var waiter = NewTask(client, out Task<Step> task);
             if (Refused(waiter, "wait")) return task;
-            client.Send(Message("GetAgentState"), (reply, error) =>
+            client.Arm(waiter, "wait");
+            client.Send(Frame("GetAgentState"), (reply, error) =>
             {
                 if (error != null) { waiter.Fail(error); return; }
                 var state = AgentState.FromWire(reply);
@@ -372,7 +434,8 @@ namespace Turnloom
         {
             var waiter = NewTask(client, out Task<TurnResult> task);
             if (Refused(waiter, "wait_complete")) return task;
-            client.Send(Message("GetAgentState"), (reply, error) =>
+            client.Arm(waiter, "wait_complete");
+            client.Send(Frame("GetAgentState"), (reply, error) =>
             {
                 if (error != null) { waiter.Fail(error); return; }
                 var state = AgentState.FromWire(reply);
@@ -386,8 +449,56 @@ namespace Turnloom
         public Task<AgentState> GetStateAsync()
         {
             var waiter = NewTask(client, out Task<AgentState> task);
-            Call("get_state", Message("GetAgentState"), waiter, AgentState.FromWire);
+            Call("get_state", Frame("GetAgentState"), waiter, AgentState.FromWire);
             return task;
+        }
+
+        /// <summary>Changes what a message does while a turn is open (legal idle or paused;
+        /// AgentBusyException while a turn runs). Messages already waiting keep their places.</summary>
+        public Task SetInputPolicyAsync(InputPolicy policy)
+        {
+            var waiter = NewTask(client, out Task<Unit> task);
+            SetInputPolicy(policy, waiter);
+            return task;
+        }
+
+        /// <summary>The callback form of <see cref="SetInputPolicyAsync"/>.</summary>
+        public void SetInputPolicy(InputPolicy policy, Action<Result> done = null) =>
+            SetInputPolicy(policy, Waiter<Unit>.ForCallback(client, Forms.Plain(done)));
+
+        void SetInputPolicy(InputPolicy policy, Waiter<Unit> waiter)
+        {
+            var message = Frame("SetInputPolicy");
+            message["input_policy"] = MessageEvent.WireName(policy);
+            Call("set_input_policy", message, waiter, _ =>
+            {
+                InputPolicy = policy;
+                return Unit.Value;
+            });
+        }
+
+        // --- save slots -------------------------------------------------------------------------------
+
+        /// <summary>Writes the agent into the server store's save slot <paramref name="slot"/>,
+        /// replacing what it held, at rest: idle, or paused (tool calls pending included).
+        /// AgentBusyException while a turn runs; InvalidParamValueException when the server has no
+        /// store (--store) or for a bad name (1 to 128 characters). TurnloomClient.LoadAsync and
+        /// ForkAsync bring it back (docs/reference/durability.md, "Save slots").</summary>
+        public Task<SlotInfo> SaveAsync(string slot)
+        {
+            var waiter = NewTask(client, out Task<SlotInfo> task);
+            Save(slot, waiter);
+            return task;
+        }
+
+        /// <summary>The callback form of <see cref="SaveAsync"/>.</summary>
+        public void Save(string slot, Action<Result<SlotInfo>> done) => Save(slot, Waiter<SlotInfo>.ForCallback(client, done));
+
+        void Save(string slot, Waiter<SlotInfo> waiter)
+        {
+            var message = Frame("SaveSlot");
+            message["slot"] = slot;
+            Call("save", message, waiter, SlotInfo.FromWire);
         }
 
         // --- params ---------------------------------------------------------------------------------
@@ -421,7 +532,7 @@ namespace Turnloom
 
         void ChangeParams(string nodeName, Dictionary<string, object> fields, string nodeType, Waiter<Unit> waiter)
         {
-            var message = Message("ChangeAgentParam");
+            var message = Frame("ChangeAgentParam");
             message["node_name"] = nodeName;
             message["params"] = fields;
             if (nodeType != null) message["node_type"] = nodeType;
@@ -442,7 +553,7 @@ namespace Turnloom
 
         void GetParams(string nodeName, Waiter<NodeParams> waiter)
         {
-            var message = Message("GetAgentParam");
+            var message = Frame("GetAgentParam");
             message["node_name"] = nodeName;
             Call("get_params", message, waiter, reply =>
                 NodeParams.FromWire(Wire.Str(reply, "node_type"), Wire.Map(reply, "params")));
@@ -455,13 +566,13 @@ namespace Turnloom
         public Task<bool> CancelAsync()
         {
             var waiter = NewTask(client, out Task<bool> task);
-            Call("cancel", Message("Cancel"), waiter, reply => Wire.Bool(reply, "cancelled"));
+            Call("cancel", Frame("Cancel"), waiter, reply => Wire.Bool(reply, "cancelled"));
             return task;
         }
 
         /// <summary>The callback form of <see cref="CancelAsync"/>.</summary>
         public void Cancel(Action<Result<bool>> done = null) =>
-            Call("cancel", Message("Cancel"), Waiter<bool>.ForCallback(client, done), reply => Wire.Bool(reply, "cancelled"));
+            Call("cancel", Frame("Cancel"), Waiter<bool>.ForCallback(client, done), reply => Wire.Bool(reply, "cancelled"));
 
         /// <summary>Cancels the open turn (with its callbacks) and destroys the agent; later
         /// calls fail with AgentAlreadyDestroyedException.</summary>
@@ -476,7 +587,7 @@ namespace Turnloom
         public void Destroy(Action<Result> done = null) => Destroy(Waiter<Unit>.ForCallback(client, Forms.Plain(done)));
 
         void Destroy(Waiter<Unit> waiter) =>
-            Call("destroy", Message("DestroyAgent"), waiter, _ =>
+            Call("destroy", Frame("DestroyAgent"), waiter, _ =>
             {
                 destroyed = true;
                 client.Forget(Id);

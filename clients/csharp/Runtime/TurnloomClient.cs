@@ -24,6 +24,13 @@ namespace Turnloom
         public TlsOptions Tls = new TlsOptions();
         /// <summary>How long connecting and the session handshake may take.</summary>
         public int ConnectTimeoutMs = 10000;
+        /// <summary>How long a call may wait for its answer (a SendMessage or resume: for its
+        /// step) before it fails with RequestTimeoutException (1003); 0 = no limit. Change it
+        /// later with <see cref="TurnloomClient.RequestTimeoutMs"/>.</summary>
+        public int RequestTimeoutMs;
+        /// <summary>The clock of those limits, in milliseconds (default: a monotonic one). Tests
+        /// give a virtual clock they move by hand.</summary>
+        public Func<long> Clock;
         /// <summary>The MessagePack codec (default: the built-in strict one).</summary>
         public IMessageCodec Codec;
         /// <summary>Where events and callbacks run.</summary>
@@ -42,6 +49,8 @@ namespace Turnloom
         /// <summary>A durable agent: kept when the session closes, attachable with its
         /// ResumeToken (only on a server started with --store).</summary>
         public bool Durable;
+        /// <summary>What a message does while a turn is open (default Reject: AgentBusyException).</summary>
+        public InputPolicy InputPolicy = InputPolicy.Reject;
     }
 
     /// <summary>
@@ -56,6 +65,8 @@ namespace Turnloom
         readonly ClientOptions options;
         readonly IMessageCodec codec;
         readonly Inbox inbox;
+        readonly Deadlines deadlines = new Deadlines();
+        readonly Func<long> clock;
         readonly object gate = new object();  // guards pending, refusal, nextId
         readonly Dictionary<long, Action<Dictionary<string, object>, TurnloomException>> pending =
             new Dictionary<long, Action<Dictionary<string, object>, TurnloomException>>();
@@ -72,6 +83,13 @@ namespace Turnloom
         {
             this.options = options ?? new ClientOptions();
             codec = this.options.Codec ?? new MsgPackCodec();
+            if (this.options.Clock != null) clock = this.options.Clock;
+            else
+            {
+                var watch = System.Diagnostics.Stopwatch.StartNew();
+                clock = () => watch.ElapsedMilliseconds;
+            }
+            RequestTimeoutMs = this.options.RequestTimeoutMs;
             SynchronizationContext context = null;
             if (this.options.Dispatch == DispatchMode.SynchronizationContext)
                 context = this.options.Context ?? SynchronizationContext.Current
@@ -87,6 +105,11 @@ namespace Turnloom
 
         /// <summary>Items waiting for the next Update().</summary>
         public int PendingCount => inbox.Count;
+
+        /// <summary>The limit of calls made from now on (ms; 0 = none): past it a call fails with
+        /// RequestTimeoutException (1003) on the next Update(). The request may still be carried
+        /// out by the server: check the agent's state (GetStateAsync) before retrying a resume.</summary>
+        public int RequestTimeoutMs { get; set; }
 
         /// <summary>Any agent of this client paused: (agentId, nodeName, pendingExit).</summary>
         public event Action<long, string, string> Paused;
@@ -112,6 +135,7 @@ namespace Turnloom
                 else if (item is Action action) action();
                 else if (item is Inbox.Ended end) Lost(end.Why);
             }
+            deadlines.Expire(clock());
             var failure = callbackFailure;
             callbackFailure = null;
             failure?.Throw();
@@ -150,6 +174,13 @@ namespace Turnloom
         }
 
         internal void Post(Action action) => inbox.Add(action);
+
+        // Gives the call its deadline when a limit is set (any thread).
+        internal void Arm(IExpiring waiter, string operation)
+        {
+            int limit = RequestTimeoutMs;
+            if (limit > 0) deadlines.Arm(waiter, operation, limit, clock());
+        }
 
         internal void RaisePaused(long agentId, PauseInfo pause)
         {
@@ -295,12 +326,14 @@ namespace Turnloom
         public Task<Dictionary<string, object>> RequestAsync(Dictionary<string, object> message)
         {
             var waiter = Waiter<Dictionary<string, object>>.ForTask(this, out var task);
+            Arm(waiter, Wire.Str(message, "type"));
             Send(message, (reply, error) => { if (error != null) waiter.Fail(error); else waiter.Set(reply); });
             return task;
         }
 
-        internal void Call<T>(Dictionary<string, object> message, Waiter<T> waiter, Func<Dictionary<string, object>, T> read)
+        internal void Call<T>(string operation, Dictionary<string, object> message, Waiter<T> waiter, Func<Dictionary<string, object>, T> read)
         {
+            Arm(waiter, operation);
             Send(message, (reply, error) =>
             {
                 if (error != null) waiter.Fail(error);
@@ -320,7 +353,7 @@ namespace Turnloom
         public void ListModels(Action<Result<List<ModelInfo>>> done) => ListModels(Waiter<List<ModelInfo>>.ForCallback(this, done));
 
         void ListModels(Waiter<List<ModelInfo>> waiter) =>
-            Call(new Dictionary<string, object> { ["type"] = "ListModels" }, waiter, reply =>
+            Call("list_models", new Dictionary<string, object> { ["type"] = "ListModels" }, waiter, reply =>
             {
                 var models = new List<ModelInfo>();
                 foreach (var item in Wire.List(reply, "models"))
@@ -348,10 +381,14 @@ namespace Turnloom
                 if (agentOptions.EnableDiagnostics) message["enable_diagnostics"] = true;
                 if (agentOptions.MaxStepsPerTurn > 0) message["max_steps_per_turn"] = (long)agentOptions.MaxStepsPerTurn;
                 if (agentOptions.Durable) message["durable"] = true;
+                // Only when set: a server older than input policies never sees the key.
+                if (agentOptions.InputPolicy != InputPolicy.Reject)
+                    message["input_policy"] = MessageEvent.WireName(agentOptions.InputPolicy);
             }
-            Call(message, waiter, reply =>
+            var policy = agentOptions?.InputPolicy ?? InputPolicy.Reject;
+            Call("create_agent", message, waiter, reply =>
             {
-                var agent = new TurnloomAgent(this, Wire.Long(reply, "agent_id"), Wire.Get(reply, "resume_token") as string);
+                var agent = new TurnloomAgent(this, Wire.Long(reply, "agent_id"), Wire.Get(reply, "resume_token") as string, policy);
                 agents[agent.Id] = agent;
                 return agent;
             });
@@ -376,7 +413,7 @@ namespace Turnloom
             {
                 ["type"] = "AttachAgent", ["agent_id"] = agentId, ["resume_token"] = resumeToken,
             };
-            Call(message, waiter, reply =>
+            Call("attach_agent", message, waiter, reply =>
             {
                 if (!agents.TryGetValue(agentId, out var agent))
                 {
@@ -389,6 +426,120 @@ namespace Turnloom
         }
 
         internal void Forget(long agentId) => agents.Remove(agentId);
+
+        // --- save slots ------------------------------------------------------------------------------
+        // Kept in the server's store (serve --store PATH; without one, InvalidParamValueException)
+        // and shared by all its sessions (docs/reference/durability.md, "Save slots"). Loaded and
+        // forked agents belong to this session and keep the saved input policy; they stand where
+        // the save was: WaitAsync gives their step (a pause keeps the time it had left).
+
+        /// <summary>A new agent of this session from the save slot <paramref name="slot"/>
+        /// (InvalidParamValueException if there is no such slot). With
+        /// <paramref name="replaceAgentId"/>, this session's agent of that id is destroyed (its
+        /// open turn ends cancelled, with its callbacks) and the slot's agent takes its place and
+        /// its id; the old TurnloomAgent is then IsDestroyed.</summary>
+        public Task<TurnloomAgent> LoadAsync(string slot, long? replaceAgentId = null)
+        {
+            var waiter = Waiter<TurnloomAgent>.ForTask(this, out var task);
+            Load(slot, replaceAgentId, waiter);
+            return task;
+        }
+
+        /// <summary>The callback form of <see cref="LoadAsync"/>.</summary>
+        public void Load(string slot, long? replaceAgentId, Action<Result<TurnloomAgent>> done) =>
+            Load(slot, replaceAgentId, Waiter<TurnloomAgent>.ForCallback(this, done));
+
+        void Load(string slot, long? replaceAgentId, Waiter<TurnloomAgent> waiter)
+        {
+            var message = new Dictionary<string, object>
+            {
+                ["type"] = "LoadSlot", ["slot"] = slot, ["replace_agent_id"] = replaceAgentId,
+            };
+            Call("load", message, waiter, reply => Adopt(reply, slot));
+        }
+
+        /// <summary>A new agent of this session that goes on independently from
+        /// <paramref name="source"/>, one of its agents at rest (idle or paused; AgentBusyException
+        /// while its turn runs).</summary>
+        public Task<TurnloomAgent> ForkAsync(TurnloomAgent source)
+        {
+            var waiter = Waiter<TurnloomAgent>.ForTask(this, out var task);
+            Fork(ForkOf("agent_id", source.Id), waiter);
+            return task;
+        }
+
+        /// <summary>The callback form of <see cref="ForkAsync(TurnloomAgent)"/>.</summary>
+        public void Fork(TurnloomAgent source, Action<Result<TurnloomAgent>> done) =>
+            Fork(ForkOf("agent_id", source.Id), Waiter<TurnloomAgent>.ForCallback(this, done));
+
+        /// <summary>A new agent of this session from the save slot <paramref name="slot"/>.</summary>
+        public Task<TurnloomAgent> ForkAsync(string slot)
+        {
+            var waiter = Waiter<TurnloomAgent>.ForTask(this, out var task);
+            Fork(ForkOf("slot", slot), waiter);
+            return task;
+        }
+
+        /// <summary>The callback form of <see cref="ForkAsync(string)"/>.</summary>
+        public void Fork(string slot, Action<Result<TurnloomAgent>> done) =>
+            Fork(ForkOf("slot", slot), Waiter<TurnloomAgent>.ForCallback(this, done));
+
+        static Dictionary<string, object> ForkOf(string key, object source) =>
+            new Dictionary<string, object> { ["type"] = "ForkAgent", [key] = source };
+
+        void Fork(Dictionary<string, object> message, Waiter<TurnloomAgent> waiter) =>
+            Call("fork", message, waiter, reply => Adopt(reply, ""));
+
+        // The agent a LoadSlot or ForkAgent made, taken into the session while its reply is
+        // handled (before any later frame: its events find it). A LoadSlot in place of an agent
+        // reuses its id: the old face's agent is gone.
+        TurnloomAgent Adopt(Dictionary<string, object> reply, string slot)
+        {
+            var agent = new TurnloomAgent(this, Wire.Long(reply, "agent_id"), null,
+                MessageEvent.PolicyNamed(Wire.Str(reply, "input_policy")));
+            if (agents.TryGetValue(agent.Id, out var old)) old.Replaced(slot);
+            agents[agent.Id] = agent;
+            return agent;
+        }
+
+        /// <summary>The save slots (of one saved agent, or all), newest first.</summary>
+        public Task<List<SlotInfo>> ListSlotsAsync(long? agentId = null)
+        {
+            var waiter = Waiter<List<SlotInfo>>.ForTask(this, out var task);
+            ListSlots(agentId, waiter);
+            return task;
+        }
+
+        /// <summary>The callback form of <see cref="ListSlotsAsync"/>.</summary>
+        public void ListSlots(long? agentId, Action<Result<List<SlotInfo>>> done) =>
+            ListSlots(agentId, Waiter<List<SlotInfo>>.ForCallback(this, done));
+
+        void ListSlots(long? agentId, Waiter<List<SlotInfo>> waiter)
+        {
+            var message = new Dictionary<string, object> { ["type"] = "ListSlots", ["agent_id"] = agentId };
+            Call("list_slots", message, waiter, reply =>
+            {
+                var slots = new List<SlotInfo>();
+                foreach (var item in Wire.List(reply, "slots"))
+                    if (item is Dictionary<string, object> m) slots.Add(SlotInfo.FromWire(m));
+                return slots;
+            });
+        }
+
+        /// <summary>Removes a save slot; false when there was none.</summary>
+        public Task<bool> DeleteSlotAsync(string slot)
+        {
+            var waiter = Waiter<bool>.ForTask(this, out var task);
+            DeleteSlot(slot, waiter);
+            return task;
+        }
+
+        /// <summary>The callback form of <see cref="DeleteSlotAsync"/>.</summary>
+        public void DeleteSlot(string slot, Action<Result<bool>> done) => DeleteSlot(slot, Waiter<bool>.ForCallback(this, done));
+
+        void DeleteSlot(string slot, Waiter<bool> waiter) =>
+            Call("delete_slot", new Dictionary<string, object> { ["type"] = "DeleteSlot", ["slot"] = slot }, waiter,
+                reply => Wire.Bool(reply, "deleted"));
 
         // --- frames, on the game thread ------------------------------------------------------------
 

@@ -200,5 +200,52 @@ namespace Turnloom.Tests
                 foreach (var file in Directory.GetFiles(Path.GetTempPath(), Path.GetFileName(store) + "*")) File.Delete(file);
             }
         }
+
+        [Test]
+        public void AnotherSessionAttachingTheAgentDetachesItHere()
+        {
+            string store = Path.Combine(Path.GetTempPath(), "turnloom-store-" + Guid.NewGuid().ToString("N") + ".sqlite");
+            try
+            {
+                using (var server = new ServerProcess(null, true, "--store", store))
+                {
+                    var first = new TurnloomClient(new ClientOptions { Port = server.Port });
+                    Pump.Until(first, first.ConnectAsync());
+                    var held = Pump.Until(first, first.CreateAgentAsync(Graphs.Shop(), new AgentOptions { Durable = true }));
+                    var lost = new List<TurnloomException>();
+                    int completions = 0;
+                    held.Disconnected += e => lost.Add(e);
+                    held.TurnComplete += _ => completions++;
+                    Assert.IsTrue(Pump.Until(first, held.SendMessageAsync("Hold my shield.")).IsPaused);
+                    var waiting = held.WaitCompleteAsync();
+                    Pump.Until(first, first.ListModelsAsync());  // WaitComplete's reply is in: it waits
+
+                    var second = new TurnloomClient(new ClientOptions { Port = server.Port });
+                    Pump.Until(second, second.ConnectAsync());
+                    var taken = Pump.Until(second, second.AttachAgentAsync(held.Id, held.ResumeToken));
+                    Assert.AreEqual("paused", taken.AttachedState.State);
+
+                    // The first session hears AgentDetached: its waits fail with 3001, and so
+                    // do its later requests for the agent.
+                    var error = Pump.Fails<InvalidAgentIdException>(first, waiting);
+                    StringAssert.Contains("attached by another session", error.Reason);
+                    Assert.AreEqual(1, lost.Count);
+                    Assert.AreEqual(ErrorCode.InvalidAgentId, lost[0].Code);
+                    Pump.Fails<InvalidAgentIdException>(first, held.ResumeAsync());
+                    Assert.IsTrue(first.IsConnected, "only the agent is gone, not the session");
+
+                    Assert.AreEqual("You said: Hold my shield.", Pump.Until(second, taken.ResumeAsync()).Result.Text);
+                    Pump.Until(first, first.ListModelsAsync());
+                    Assert.AreEqual(0, completions, "the turn's end went to the session that holds it");
+                    Pump.Until(second, taken.DestroyAsync());
+                    Pump.Until(second, second.DisconnectAsync());
+                    Pump.Until(first, first.DisconnectAsync());
+                }
+            }
+            finally
+            {
+                foreach (var file in Directory.GetFiles(Path.GetTempPath(), Path.GetFileName(store) + "*")) File.Delete(file);
+            }
+        }
     }
 }

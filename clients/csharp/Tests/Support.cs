@@ -173,20 +173,35 @@ namespace Turnloom.Tests
         /// <summary>The mock script (JSON) the server plays; null: the echoing mock.</summary>
         protected virtual string Script => null;
 
+        /// <summary>Serve with --store: a fresh SQLite file per test, removed afterwards.</summary>
+        protected virtual bool WithStore => false;
+
+        string storeFolder;
+
         /// <summary>Starts the server, connects.</summary>
         [SetUp]
         public void StartServer()
         {
-            Server = new ServerProcess(Script);
+            var more = new List<string>();
+            if (WithStore)
+            {
+                storeFolder = Path.Combine(Path.GetTempPath(), "turnloom-store-" + Guid.NewGuid().ToString("N"));
+                Directory.CreateDirectory(storeFolder);
+                more.Add("--store");
+                more.Add(Path.Combine(storeFolder, "store.sqlite"));
+            }
+            Server = new ServerProcess(Script, true, more.ToArray());
             Client = Connect();
         }
 
-        /// <summary>Closes the client, stops the server.</summary>
+        /// <summary>Closes the client, stops the server, removes its store.</summary>
         [TearDown]
         public void StopServer()
         {
             Client?.Dispose();
             Server?.Dispose();
+            if (storeFolder != null) Directory.Delete(storeFolder, true);
+            storeFolder = null;
         }
 
         /// <summary>Another connected client of the same server.</summary>

@@ -7,17 +7,17 @@
 #   make_csharp.sh build         compile into clients/csharp/build/ (the driver calls this)
 #   make_csharp.sh install       only make sure mcs and nunit-console are installed
 #
-# Missing mono-devel / nunit-console are installed with apt-get when running as root on Debian
-# or Ubuntu; otherwise the exact command is printed and the C# part is skipped: loudly, and as
-# a failure when $CI is set (CI must always run it). The folder is named Tools~ so that Unity
-# does not import it.
+# Missing mono-devel / nunit-console / openssl (the TLS tests make throwaway certificates) are
+# installed with apt-get when running as root on Debian or Ubuntu; otherwise the exact command is
+# printed and the C# part is skipped: loudly, and as a failure when $CI is set (CI must always
+# run it). The folder is named Tools~ so that Unity does not import it.
 set -euo pipefail
 
 mode=${1:-test}
 python=${2:-python3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 repo=$(cd "$here/../.." && pwd)
-packages="mono-devel nunit-console"
+packages="mono-devel nunit-console openssl"
 build="$here/build"
 
 missing() {
@@ -25,6 +25,7 @@ missing() {
   command -v mcs >/dev/null 2>&1 || gone+=" mcs"
   command -v mono >/dev/null 2>&1 || gone+=" mono"
   command -v nunit-console >/dev/null 2>&1 || gone+=" nunit-console"
+  command -v openssl >/dev/null 2>&1 || gone+=" openssl"  # the TLS tests' certificates
   pkg-config --exists nunit 2>/dev/null || gone+=" nunit.pc"
   echo "$gone"
 }

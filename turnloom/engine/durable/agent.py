@@ -9,6 +9,11 @@ pays nothing. The writes, each a whole snapshot replacing the last:
 * params changed; the agent created or restored;
 * destroyed: the stored snapshot is deleted.
 
+The writes at a pause and at a completion are grouped: the snapshot goes to the store's write
+queue (`store.write_queue`), which writes every agent that came to rest in the same loop
+iteration at once, and only then is the host told (its callbacks, its frames, the calls that
+wait for the step, `wait` included). The other writes are made at once.
+
 Never per token: streaming text and tool-call events write nothing. A resume writes nothing
 either: until the resumed turn pauses or completes, its last pause is the state to return to.
 A failing write is logged (`store.write_failed`) and the turn goes on; the store then holds the
@@ -22,15 +27,20 @@ soon as it has been written at a pause or a completion: a server's agent no sess
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any
 
+from ...states import TurnState
 from ..graph.params import NodeParams
 from ..support.logs import get_logger
 from ..turns.agent import KEPT_STATUSES, AgentCore
 from ..turns.results import Step, TurnResult
 from ..turns.turn import Turn
-from .snapshot import absolute_offset, pause_deadline, take_snapshot
-from .store.base import LeaseLost, Store
+from .packed_dialog import PackedDialog, packed_snapshot
+from .snapshot import absolute_offset, pause_deadline
+from .store.base import Store
+from .store.write_queue import WriteQueue, write_queue
 
 log = get_logger("turnloom.store")
 
@@ -39,26 +49,55 @@ class DurableAgentCore(AgentCore):
     """An agent written through to `store` (None once its engine closes: it then writes no
     more, and its stored snapshot stays for the next engine)."""
 
-    __slots__ = ("release_at_rest", "store")
+    __slots__ = ("packed_dialog", "release_at_rest", "store", "writes")
 
     store: Store | None
     #: Let go of the agent once it is written at rest (a shared store's agent nobody holds).
     release_at_rest: bool
+    #: The store's write queue once this agent has used it (kept when the store is let go, so
+    #: a destroy can still write what is queued before the agent goes).
+    writes: WriteQueue | None
+    #: A long dialog as packed by the last write (the next packs only what joined it since).
+    packed_dialog: PackedDialog | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.writes = None
+        self.packed_dialog = None
 
     def save(self) -> None:
-        """Write the agent's snapshot to its store (a failure is logged, not raised)."""
+        """Write the agent's snapshot to its store now, with whatever else is queued there (a
+        failure is logged, not raised)."""
+        writes = self._queue_write()
+        if writes is not None:
+            writes.flush()
+
+    def _queue_write(self) -> WriteQueue | None:
+        """Queue the agent's snapshot for the store's next grouped write; the queue, or None
+        if there is no store or the snapshot failed (logged)."""
         store = self.store
         if store is None:
-            return
+            return None
         try:
             deadline = None
             if store.shared:
                 deadline = pause_deadline(self.turn, absolute_offset(self.runtime.clock))
-            store.save(self.agent_id, take_snapshot(self), deadline)
-        except LeaseLost:
-            self.runtime.lease_lost(self)
+            document, self.packed_dialog = packed_snapshot(self, self.packed_dialog)
         except Exception:
             log.exception("store.write_failed", agent_id=self.agent_id)
+            return None
+        writes = self.writes
+        if writes is None or writes.store is not store:
+            writes = self.writes = write_queue(store, self.runtime.loop)
+        writes.put(self.agent_id, document, deadline, self._refused)
+        return writes
+
+    def _refused(self) -> None:
+        self.runtime.lease_lost(self)
+
+    def _flush(self) -> None:
+        if self.writes is not None:
+            self.writes.flush()
 
     def saved_at_rest(self) -> None:
         """Written at a pause or a completion: let go now if so marked."""
@@ -74,6 +113,7 @@ class DurableAgentCore(AgentCore):
         """Leave this engine's memory as the agent stands, at rest (idle or paused): a paused
         turn's timers and stall watch are let go without ending it, nothing is written or told.
         The stored snapshot is the agent from now on, for whichever worker takes it next."""
+        self._flush()  # its last rest first: the lease is released next
         turn = self.turn
         for timer in turn.timers:
             timer.cancel()
@@ -87,25 +127,85 @@ class DurableAgentCore(AgentCore):
         self.let_go_of_dialog()
 
     def notify(self, method: str, *args: Any) -> None:
-        """Save at a pause, before the host hears of it."""
+        """At a pause: queue the snapshot, and tell the host once it is written. Any other
+        event of an agent whose snapshot is queued waits behind it, so events keep their order."""
         if method == "on_paused":
-            self.save()
-            self.saved_at_rest()
+            writes = self._queue_write()
+            if writes is not None:
+                turn = self.turn
+                # The caller settles the turn's waiters right after this: they are settled after
+                # the write instead (`_tell_paused`).
+                waiters, turn.waiters = turn.waiters, None
+                writes.then(
+                    self.agent_id, partial(self._tell_paused, turn, turn.pause_seq, args, waiters)
+                )
+                return
+        elif self.writes is not None and self.writes.then(
+            self.agent_id, partial(AgentCore.notify, self, method, *args)
+        ):
+            return
         super().notify(method, *args)
 
+    def _tell_paused(
+        self,
+        turn: Turn,
+        seq: int,
+        args: tuple[Any, ...],
+        waiters: list[asyncio.Future[Step]] | None,
+    ) -> None:
+        """The pause is stored: tell the host, then settle the waiters as the executor's
+        `_pause` does (unless the host's callback resumed it at once: registered tools)."""
+        step = Step(pause=args[0])
+
+        def parked() -> bool:
+            return turn.pause is not None and turn.pause.seq == seq
+
+        if waiters:
+            if parked():
+                turn.waiters = waiters + (turn.waiters or [])
+            else:  # resumed before the write was in: the pause is what they were owed
+                for waiter in waiters:
+                    if not waiter.done():
+                        waiter.set_result(step)
+        self.saved_at_rest()
+        AgentCore.notify(self, "on_paused", *args)
+        if parked():
+            turn.settle_waiters(step)
+
     def turn_completed(self, turn: Turn, result: TurnResult) -> None:
-        """Book the completion, save, then tell the host (as `AgentCore.turn_completed`)."""
+        """Book the completion, queue the snapshot, and tell the host once it is written (as
+        `AgentCore.turn_completed` does at once)."""
         # AgentCore's three booking lines, repeated rather than split into a hook there: the
         # plain agent's completion stays one call.
         if result.status in KEPT_STATUSES:
             self.dialog.append(turn.interaction)
         self.turn = Turn()
         self.last_result = result
-        self.save()
+        writes = self._queue_write()
+        if writes is None:
+            self._tell_completed(turn, result)
+        else:
+            writes.then(self.agent_id, partial(self._tell_completed, turn, result))
+
+    def _tell_completed(self, turn: Turn, result: TurnResult) -> None:
         self.saved_at_rest()
-        self.notify("on_answer_text", result.text, False, True)
-        self.notify("on_turn_complete", result)
-        turn.settle_waiters(Step(result=result))
+        AgentCore.notify(self, "on_answer_text", result.text, False, True)
+        AgentCore.notify(self, "on_turn_complete", result)
+        step = Step(result=result)
+        turn.settle_waiters(step)
+        idle = self.turn
+        if idle is not turn and idle.waiters and idle.state is TurnState.IDLE:
+            idle.settle_waiters(step)  # `wait` calls made while the write was queued
+        if self.queue:
+            self.start_queued()
+
+    def wait(self) -> Step | None:
+        """As `AgentCore.wait`, but None (wait) while the agent's last rest is still queued
+        for writing: no step reaches the host before it is stored."""
+        if self.writes is not None and self.writes.holds(self.agent_id):
+            self.check_alive("wait")
+            return None
+        return super().wait()
 
     def set_params(self, node_name: str, proposed: NodeParams) -> None:
         """Change the params, then save."""
@@ -115,6 +215,9 @@ class DurableAgentCore(AgentCore):
     def destroy(self) -> None:
         """Destroy the agent and delete its stored snapshot (the cancel writes nothing)."""
         self.check_alive("destroy")  # before the store is let go
+        self._flush()  # what is queued is written, and told, before the agent goes
+        if self.destroyed:  # by a callback told just now
+            return
         store, self.store = self.store, None
         super().destroy()
         if store is not None:

@@ -7,10 +7,15 @@ changes nothing; `apply_snapshot` then fills a new agent and cannot fail. What i
 * bytes that are not a msgpack map (truncated, garbage), a `format` that is not
   "turnloom.agent", a `version` this engine does not read, a field of the wrong type, and a
   document that contradicts itself or its graph (a pause at a node that does not pause, a call
-  id the counter never handed out, changed params that touch a structural field): **3007**
-  InvalidParamValue, the message starting "snapshot:" and naming the field;
+  id the counter never handed out or handed to two pending calls, a call of a tool the node
+  does not declare, changed params that touch a structural field): **3007** InvalidParamValue,
+  the message starting "snapshot:" and naming the field;
 * a graph that does not compile, or that names a model this engine does not have: the codes a
   `create_agent` of that graph gets (**3003** GraphCompilationFailed, 3007, 3008).
+
+The module is longer than 400 lines because it is one job done in one pass: every field a
+snapshot may hold (turn, pause, calls, queue, lineage) is checked here before anything is built,
+and splitting the checks would split the one place that says what a valid snapshot is.
 """
 
 from __future__ import annotations
@@ -129,6 +134,9 @@ class SnapshotPlan:
     turn: PausedTurnPlan | None
     input_policy: InputPolicy = InputPolicy.REJECT
     queue: list[WaitingMessage] | None = None
+    lineage: tuple[Mapping[str, Any], ...] = ()
+    #: When the snapshot was taken (absolute seconds; None when it does not say).
+    saved_at: float | None = None
 
     @property
     def max_turn_id(self) -> int:
@@ -137,7 +145,8 @@ class SnapshotPlan:
         return max(last, self.turn.turn_id if self.turn is not None else 0)
 
 
-def _unpack(data: bytes | bytearray | memoryview) -> Any:
+def unpacked(data: bytes | bytearray | memoryview) -> Any:
+    """msgpack bytes decoded, or the snapshot's 3007."""
     try:
         return msgpack.unpackb(data, raw=False)
     except Exception as exc:  # msgpack raises several types for cut or garbled input
@@ -151,7 +160,7 @@ def _graph(blob: Any, check_model: ModelCheck) -> CompiledGraph:
         raise refuse(f"graph must be a packed graph document, got {type(blob).__name__}")
     description = _GRAPHS.get(blob)
     if description is None:
-        data = _unpack(blob)
+        data = unpacked(blob)
         if not isinstance(data, Mapping):
             raise refuse(f"graph must be a map, got {type(data).__name__}")
         description = graph_from_data(data)
@@ -230,9 +239,19 @@ def _calls(doc: _Doc, params: NodeParams, node: str, call_seq: int) -> tuple[Too
                 node_name=node,
                 disposition=call.get("disposition", str),
                 arguments=call.get("arguments", dict),
+                unread_arguments=_unread(call),
             )
         )
     return tuple(calls)
+
+
+def _unread(call: _Doc) -> tuple[str, ...]:
+    if call.data.get("unread_arguments") is None:
+        return ()
+    names = call.get("unread_arguments", list)
+    if not all(isinstance(name, str) for name in names):
+        raise refuse(f"{call.where}.unread_arguments must be argument names")
+    return tuple(names)
 
 
 def _pause(doc: _Doc, params: NodeParams, node: str, call_seq: int) -> PauseInfo:
@@ -319,16 +338,24 @@ def _rng(value: Any) -> tuple[int, ...] | None:
     return tuple(words)
 
 
-def read_snapshot(data: Any, check_model: ModelCheck) -> SnapshotPlan:
-    """Check a snapshot (bytes, or its `to_dict` form) against this engine's models; nothing
-    is created (see the module's docstring for what is refused, and with which code)."""
-    raw = _unpack(data) if isinstance(data, bytes | bytearray | memoryview) else data
-    doc = _Doc(raw, "snapshot")
+def snapshot_header(data: Any) -> Mapping[str, Any]:
+    """The snapshot's document (bytes unpacked), once its format and version are the ones read
+    here (3007 otherwise)."""
+    raw = unpacked(data) if isinstance(data, bytes | bytearray | memoryview) else data
+    _Doc(raw, "snapshot")  # a map, or 3007
     if raw.get("format") != FORMAT:
         raise refuse(f"format must be {FORMAT!r}, got {brief(raw.get('format'))}")
     # `True == 1` in Python: the class check keeps a bool (or a float) from passing as the int.
     if raw.get("version").__class__ is not int or raw.get("version") != VERSION:
         raise refuse(f"version {brief(raw.get('version'))} is not {VERSION}, the one read here")
+    return raw
+
+
+def read_snapshot(data: Any, check_model: ModelCheck) -> SnapshotPlan:
+    """Check a snapshot (bytes, or its `to_dict` form) against this engine's models; nothing
+    is created (see the module's docstring for what is refused, and with which code)."""
+    raw = snapshot_header(data)
+    doc = _Doc(raw, "snapshot")
     graph = _graph(raw.get("graph"), check_model)
     options = doc.sub("options")
     node_state = doc.get("node_state", dict)
@@ -356,21 +383,40 @@ def read_snapshot(data: Any, check_model: ModelCheck) -> SnapshotPlan:
     )
     if raw.get("queue") is not None:
         plan.queue = _queue(doc)
+    if raw.get("lineage") is not None:
+        plan.lineage = _lineage(doc)
+    saved_at = raw.get("saved_at")
+    if isinstance(saved_at, int | float) and not isinstance(saved_at, bool):
+        plan.saved_at = float(saved_at)
     return plan
+
+
+#: The most ancestors a snapshot keeps (a fork of a fork of ... keeps the newest).
+MAX_LINEAGE = 32
+_LINEAGE_FIELDS = (("agent_id", int), ("slot", str), ("turns", int), ("time", _NUMBER))
+_QUEUED_FATES = frozenset({MessageFate.STARTED, MessageFate.INTERRUPTED, MessageFate.MERGED})
+
+
+def _lineage(doc: _Doc) -> tuple[Mapping[str, Any], ...]:
+    items = doc.get("lineage", list)
+    if not 1 <= len(items) <= MAX_LINEAGE:
+        raise refuse(f"snapshot.lineage, when present, holds 1 … {MAX_LINEAGE} steps")
+    docs = [_Doc(item, f"snapshot.lineage[{i}]") for i, item in enumerate(items)]
+    return tuple({key: step.get(key, kind) for key, kind in _LINEAGE_FIELDS} for step in docs)
 
 
 def _queue(doc: _Doc) -> list[WaitingMessage]:
     """The waiting messages (an idle agent may hold some: it stopped between a turn's end and
     the start of the next)."""
+    items = doc.get("queue", list)
+    if not items:
+        raise refuse("snapshot.queue, when present, holds at least one message")
     queue = []
-    fates = (MessageFate.STARTED, MessageFate.INTERRUPTED, MessageFate.MERGED)
-    for index, item in enumerate(doc.get("queue", list)):
+    for index, item in enumerate(items):
         entry = _Doc(item, f"snapshot.queue[{index}]")
         fate = entry.get("fate", str)
-        if fate not in fates:
-            raise refuse(f"snapshot.queue[{index}].fate must be one of {[f.value for f in fates]}")
-        replaced = entry.count("replaced")
-        queue.append(WaitingMessage(entry.get("text", str), None, MessageFate(fate), replaced))
-    if not queue:
-        raise refuse("snapshot.queue, when present, holds at least one message")
+        if fate not in _QUEUED_FATES:
+            raise refuse(f"snapshot.queue[{index}].fate {brief(fate)} is not a waiting one")
+        text, replaced = entry.get("text", str), entry.count("replaced")
+        queue.append(WaitingMessage(text, None, MessageFate(fate), replaced))
     return queue

@@ -30,6 +30,7 @@ def apply_snapshot(agent: AgentCore, plan: SnapshotPlan) -> None:
     agent.last_result = plan.last_result
     agent.input_policy = plan.input_policy
     agent.queue = plan.queue
+    agent.lineage = plan.lineage
     if plan.turn is not None:
         _restore_turn(agent, plan.turn)
     elif plan.queue:  # stopped between a turn's end and the next's start: start it now

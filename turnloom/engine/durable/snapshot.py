@@ -17,8 +17,12 @@ The document (version 1), as `AgentSnapshot.to_dict()` shows it:
     graph         the graph as `graph_data.graph_to_data` writes it. In the bytes form it is
                   itself a msgpack document (a `bin`): identical graphs are identical bytes, so
                   restoring many agents of one graph decodes and checks it once.
+    graph_version the graph's version string ('' when the game gave none)
+    graph_fingerprint  16 hex digits of the graph's structure (`graph.versions`)
     options       {"enable_diagnostics": bool, "max_steps_per_turn": int}, and
                   "input_policy" when it is not "reject"
+    lineage       only for an agent loaded from a save slot or forked: where it came from,
+                  oldest first, [{agent_id, slot, turns, time}]
     queue         only when messages wait (`enqueue` input policy): [{text, fate, replaced}]
     params        {node: fields} for the nodes whose params differ from the graph's
     dialog        flat chat messages (`turns.dialog.messages`)
@@ -56,6 +60,7 @@ from ...states import InputPolicy
 from ..graph.builder import CompiledGraph
 from ..graph.data import graph_to_data
 from ..graph.fields import params_to_mapping
+from ..graph.versions import graph_fingerprint
 from ..support.clock import Clock, VirtualClock
 from ..turns.dialog.messages import dialog_to_messages
 from ..turns.turn import Turn
@@ -188,6 +193,12 @@ def _paused_turn(turn: Turn, offset: float) -> dict[str, Any]:
                     "node_name": call.node_name,
                     "disposition": call.disposition,
                     "arguments": call.arguments,
+                    # Only when there are some: most calls have none, and snapshots are many.
+                    **(
+                        {"unread_arguments": list(call.unread_arguments)}
+                        if call.unread_arguments
+                        else {}
+                    ),
                 }
                 for call in info.pending_calls
             ],
@@ -212,6 +223,8 @@ def snapshot_document(agent: AgentCore) -> dict[str, Any]:
         "rng_seed": agent.rng_seed,
         "tags": dict(agent.tags),
         "graph": graph_blob(agent.graph),
+        "graph_version": agent.graph.version,
+        "graph_fingerprint": graph_fingerprint(agent.graph),
         "options": {
             "enable_diagnostics": agent.enable_diagnostics,
             "max_steps_per_turn": agent.max_steps,
@@ -228,6 +241,8 @@ def snapshot_document(agent: AgentCore) -> dict[str, Any]:
     }
     if agent.input_policy is not InputPolicy.REJECT:  # only then: most agents keep the default
         document["options"]["input_policy"] = agent.input_policy.value
+    if agent.lineage:
+        document["lineage"] = [dict(step) for step in agent.lineage]
     if agent.queue:
         document["queue"] = [
             {"text": m.text, "fate": m.fate.value, "replaced": m.replaced} for m in agent.queue

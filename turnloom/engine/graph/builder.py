@@ -30,6 +30,10 @@ def too_many_nodes(count: int) -> GraphCompilationFailed | None:
     return GraphCompilationFailed(f"graph has {count} nodes, over the limit of {MAX_NODES}")
 
 
+#: The longest version string a graph may carry.
+MAX_VERSION_CHARS = 64
+
+
 class GraphDescription:
     """A graph under construction: named nodes with typed params, a start node, a default model.
 
@@ -40,6 +44,8 @@ class GraphDescription:
         self.nodes: list[tuple[str, NodeParams]] = []
         self.start_node: str = ""
         self.default_model_name: str = ""
+        #: The game's name for this revision of the graph (kept in snapshots; '' = none).
+        self.version: str = ""
         # The last compilation and the description it was made from (see `compile_graph`).
         #: The last compiled copy, reused while the description still equals it.
         self._compiled: CompiledGraph | None = None
@@ -50,6 +56,7 @@ class GraphDescription:
         return (
             self.start_node == compiled.start_node
             and self.default_model_name == compiled.default_model_name
+            and self.version == compiled.version
             and self.nodes == list(compiled.nodes.items())
         )
 
@@ -68,6 +75,13 @@ class GraphDescription:
         self.default_model_name = name
         return self
 
+    def set_version(self, version: str) -> GraphDescription:
+        """Name this revision of the graph (e.g. "1.2"): snapshots record it, and restoring one
+        into a graph of another structure names both
+        (docs/reference/durability.md#graph-versions)."""
+        self.version = version
+        return self
+
 
 @dataclass(frozen=True, slots=True)
 class CompiledGraph:
@@ -76,6 +90,8 @@ class CompiledGraph:
     nodes: Mapping[str, NodeParams]
     start_node: str
     default_model_name: str
+    #: The description's `version` ('' = none).
+    version: str = ""
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.nodes)
@@ -166,7 +182,12 @@ def _compile(graph: GraphDescription) -> CompiledGraph:
     for name, params in nodes.items():
         if (reason := answers_twice(nodes, name, params)) is not None:
             raise GraphCompilationFailed(reason)
-    return CompiledGraph(nodes, graph.start_node, graph.default_model_name)
+    if not isinstance(graph.version, str) or len(graph.version) > MAX_VERSION_CHARS:
+        raise GraphCompilationFailed(
+            f"the graph's version must be a string of at most {MAX_VERSION_CHARS} characters, "
+            f"got {brief(graph.version)}"
+        )
+    return CompiledGraph(nodes, graph.start_node, graph.default_model_name, graph.version)
 
 
 def answers_twice(nodes: Mapping[str, NodeParams], name: str, params: NodeParams) -> str | None:

@@ -78,7 +78,7 @@ def graph_to_data(graph: GraphDescription | CompiledGraph) -> dict[str, Any]:
     """A graph (a description or a compiled one) as plain data: nodes in order, start node,
     default model."""
     nodes = graph.nodes.items() if isinstance(graph, CompiledGraph) else graph.nodes
-    return {
+    data: dict[str, Any] = {
         "nodes": [
             {
                 "name": name,
@@ -90,6 +90,9 @@ def graph_to_data(graph: GraphDescription | CompiledGraph) -> dict[str, Any]:
         "start_node": graph.start_node,
         "default_model_name": graph.default_model_name,
     }
+    if graph.version:  # only then: graphs without one keep the data (and snapshots) they had
+        data["version"] = graph.version
+    return data
 
 
 def graph_from_data(data: Mapping[str, Any]) -> GraphDescription:
@@ -110,4 +113,5 @@ def graph_from_data(data: Mapping[str, Any]) -> GraphDescription:
         graph.add_node(name, params_from_data(name, node.get("type"), node.get("params", {})))
     graph.set_start_node(data.get("start_node", ""))
     graph.set_default_model_name(data.get("default_model_name", ""))
+    graph.set_version(data.get("version", ""))
     return graph

@@ -52,6 +52,7 @@ class AgentCore:
         "graph",
         "input_policy",
         "last_result",
+        "lineage",
         "listener",
         "max_steps",
         "node_state",
@@ -99,6 +100,9 @@ class AgentCore:
         self.input_policy = InputPolicy.REJECT
         #: The messages waiting for the open turn to end, oldest first (None when none wait).
         self.queue: list[WaitingMessage] | None = None
+        #: Where this agent came from when it was loaded from a save slot or forked: oldest
+        #: first, {"agent_id", "slot", "turns", "time"} each (kept in snapshots).
+        self.lineage: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def rng(self) -> random.Random:
@@ -150,7 +154,7 @@ class AgentCore:
             self.queue = None
         turn = self._start(message.text, message.waiter, False)
         fate = message.fate
-        event = MessageEvent(message.text, fate, turn.turn_id, message.replaced, len(queue))
+        event = MessageEvent(message.text, fate, turn.turn_id, message.replaced, len(queue), True)
         self.notify("on_message", event)
 
     # --- operations --------------------------------------------------------------------------
@@ -336,7 +340,7 @@ class AgentCore:
         self.destroyed = True
         for message in queue or ():
             message.drop(self.agent_id)
-            self.notify("on_message", MessageEvent(message.text, MessageFate.DROPPED))
+            self.notify("on_message", MessageEvent(message.text, MessageFate.DROPPED, waited=True))
         self.runtime.forget(self.agent_id)
         self.let_go_of_dialog()
 

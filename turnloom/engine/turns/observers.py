@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..support.logs import get_logger
@@ -27,22 +26,72 @@ if TYPE_CHECKING:
 log = get_logger("turnloom.observers")
 
 
-@dataclass(frozen=True, slots=True)
 class GenerationRecord:
-    """One generation as an observer sees it: which model, what it cost, how long it took."""
+    """One generation as an observer sees it: which model, what it cost, how long it took.
 
-    model: str
-    #: Tokens of the prompt as the backend counted them (0 when it does not say).
-    prompt_tokens: int
-    #: Tokens the model produced (also those of a generation cancelled or failed midway).
-    tokens: int
-    #: Seconds from the request to the first token (None when no token came).
-    seconds_to_first_token: float | None
-    seconds: float
-    max_tokens: int
-    temperature: float
-    #: Why it did not finish ("cancelled", "timeout", the error's text), or "" when it did.
-    error: str = ""
+    The prompt's token count may be counted only when first read (`prompt_tokens`): a backend
+    that does not report it is asked then, so observers that never read it (a tracer with
+    no provider) never pay for the count.
+    """
+
+    __slots__ = (
+        "_count_prompt",
+        "_prompt_tokens",
+        "error",
+        "max_tokens",
+        "model",
+        "seconds",
+        "seconds_to_first_token",
+        "temperature",
+        "tokens",
+    )
+
+    def __init__(
+        self,
+        model: str,
+        prompt_tokens: int | Callable[[], int],
+        tokens: int,
+        seconds_to_first_token: float | None,
+        seconds: float,
+        max_tokens: int,
+        temperature: float,
+        error: str = "",
+    ) -> None:
+        self.model = model
+        #: Tokens the model produced (also those of a generation cancelled or failed midway).
+        self.tokens = tokens
+        #: Seconds from the request to the first token (None when no token came).
+        self.seconds_to_first_token = seconds_to_first_token
+        self.seconds = seconds
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        #: Why it did not finish ("cancelled", "timeout", the error's text), or "" when it did.
+        self.error = error
+        if callable(prompt_tokens):
+            self._prompt_tokens: int | None = None
+            self._count_prompt: Callable[[], int] | None = prompt_tokens
+        else:
+            self._prompt_tokens, self._count_prompt = prompt_tokens, None
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Tokens of the prompt as the backend counted them (0 when it cannot say)."""
+        if self._prompt_tokens is None:
+            count, self._count_prompt = self._count_prompt, None
+            self._prompt_tokens = count() if count is not None else 0
+        return self._prompt_tokens
+
+    @property
+    def prompt_tokens_if_counted(self) -> int | None:
+        """The prompt's token count if it is known without counting now (the backend said, or
+        an observer has read `prompt_tokens`), else None."""
+        return self._prompt_tokens
+
+    def __repr__(self) -> str:
+        return (
+            f"GenerationRecord(model={self.model!r}, tokens={self.tokens}, "
+            f"seconds={self.seconds:.6f}, error={self.error!r})"
+        )
 
 
 class TurnObserver:
@@ -51,6 +100,12 @@ class TurnObserver:
     `agent` is the engine's agent (`AgentCore`); `turn` its current `Turn`. Called on the
     engine loop; the methods must not block.
     """
+
+    def records_nothing(self) -> bool:
+        """True for an observer that will never record anything, whatever happens (a tracer
+        given OpenTelemetry's no-op provider): the engine then never calls it. Asked once,
+        when it is added."""
+        return False
 
     def turn_started(self, agent: Any, turn: Turn) -> None:
         """A turn began (its `start` trigger fired), before its first node."""
@@ -113,13 +168,13 @@ class GenerationWatch:
         self,
         model: str,
         *,
-        prompt_tokens: int,
+        prompt_tokens: int | Callable[[], int],
         tokens: int,
         max_tokens: int,
         temperature: float,
         error: str = "",
     ) -> None:
-        """Report the generation's record."""
+        """Report the generation's record (`prompt_tokens` may be a count made when read)."""
         now = time.perf_counter()
         first = self.first_token_at
         if first is None and tokens and not error:  # a backend that reports no progress

@@ -46,6 +46,9 @@ class ToolCallEvent:
     disposition: str
     #: The arguments coerced to the tool's declared parameter types.
     arguments: dict[str, Any] = field(default_factory=dict)
+    #: The arguments the player did not give, whose values are defaults (the `score`
+    #: decision's count when no number is said): the game may ask rather than trust them.
+    unread_arguments: tuple[str, ...] = ()
 
 
 class MessageFate(enum.StrEnum):
@@ -75,6 +78,8 @@ class MessageEvent:
     replaced_turn_id: int = 0
     #: How many messages wait in the queue after this event.
     queued: int = 0
+    #: Whether the message waited in the queue (or behind a cancelled turn) before this event.
+    waited: bool = False
 
 
 @dataclass(frozen=True, slots=True)

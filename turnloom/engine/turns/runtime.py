@@ -63,6 +63,11 @@ class EngineSettings:
     max_queued_messages: int = param(
         8, min=1, max=1024, doc="most messages waiting for an agent's open turn to end"
     )
+    #: Most save slots one agent keeps (docs/reference/durability.md#save-slots): a save past
+    #: it deletes that agent's oldest slots, so a game saving every turn stays bounded.
+    max_slots_per_agent: int = param(
+        16, min=1, max=10_000, doc="most save slots kept per agent; older ones are deleted"
+    )
 
     def __post_init__(self) -> None:
         bad = invalid_field(self)

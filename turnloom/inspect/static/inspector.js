@@ -3,9 +3,11 @@
 
 const STATUS_STATE = { success: "done", error: "failed", cancelled: "cancelled", pause_timed_out: "pause_timed_out" };
 const STUCK_S = 15;
-const page = { agents: new Map(), chosen: null, detail: null, machine: null, svg: false, graphSvg: new Map(), machineSvg: null };
+const page = { agents: new Map(), version: 0, socket: null, chosen: null, detail: null, machine: null, svg: false, graphSvg: new Map(), machineSvg: null };
 
 const $ = (id) => document.getElementById(id);
+// Writes only what differs: an unchanged page is not laid out or painted again.
+const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; };
 const el = (tag, props = {}, ...children) => {
   const node = Object.assign(document.createElement(tag), props);
   for (const child of children) node.append(child);
@@ -34,33 +36,52 @@ function rowText(agent) {
   return [agent.id, agent.graph, agent.state, agent.node, Object.entries(agent.tags).map(([k, v]) => `${k}=${v}`).join(" ")].join(" ").toLowerCase();
 }
 
+// Rows are kept per agent and rebuilt only when what they show changed; the list is put in
+// order again only when the order changed.
+const rows = new Map();
+
+function rowOf(agent) {
+  const pausedFor = agent.paused_for_s === null ? "" : `${agent.paused_for_s.toFixed(1)} s`;
+  const stuck = agent.paused_for_s !== null && agent.paused_for_s >= STUCK_S;
+  const key = [agent.graph, agent.state, agent.node, pausedFor, stuck, agent.durable, agent.id === page.chosen].join("|");
+  const kept = rows.get(agent.id);
+  if (kept !== undefined && kept.dataset.key === key) return kept;
+  const row = el("tr", { className: `s-${agent.state}` });
+  row.dataset.agentId = agent.id;
+  row.dataset.key = key;
+  if (stuck) row.classList.add("stuck");
+  if (agent.id === page.chosen) row.classList.add("chosen");
+  row.append(
+    el("td", { textContent: agent.id }),
+    el("td", { textContent: agent.graph }),
+    el("td", { className: "state", textContent: agent.state }),
+    el("td", { className: "node", textContent: agent.node }),
+    el("td", { className: "paused-for", textContent: pausedFor }),
+    el("td", { textContent: agent.durable ? "yes" : "" }),
+  );
+  row.addEventListener("click", () => choose(agent.id));
+  rows.set(agent.id, row);
+  return row;
+}
+
 function renderList() {
   const filter = $("filter").value.trim().toLowerCase();
   const pausedOnly = $("only-paused").checked;
   const agents = [...page.agents.values()].sort((a, b) => (b.paused_for_s ?? -1) - (a.paused_for_s ?? -1) || a.id - b.id);
-  const body = $("agents").tBodies[0];
-  body.replaceChildren();
+  const shown = [];
   let paused = 0;
   for (const agent of agents) {
     if (agent.state === "paused") paused += 1;
     if (pausedOnly && agent.state !== "paused") continue;
     if (filter && !rowText(agent).includes(filter)) continue;
-    const row = el("tr", { className: `s-${agent.state}` });
-    row.dataset.agentId = agent.id;
-    if (agent.paused_for_s !== null && agent.paused_for_s >= STUCK_S) row.classList.add("stuck");
-    if (agent.id === page.chosen) row.classList.add("chosen");
-    row.append(
-      el("td", { textContent: agent.id }),
-      el("td", { textContent: agent.graph }),
-      el("td", { className: "state", textContent: agent.state }),
-      el("td", { className: "node", textContent: agent.node }),
-      el("td", { className: "paused-for", textContent: agent.paused_for_s === null ? "" : `${agent.paused_for_s.toFixed(1)} s` }),
-      el("td", { textContent: agent.durable ? "yes" : "" }),
-    );
-    row.addEventListener("click", () => choose(agent.id));
-    body.append(row);
+    shown.push(rowOf(agent));
   }
-  $("counts").textContent = `${page.agents.size} agents, ${paused} paused`;
+  for (const id of rows.keys()) if (!page.agents.has(id)) rows.delete(id);
+  const body = $("agents").tBodies[0];
+  // Moved one by one: re-inserting every row would make the browser lay them all out again.
+  shown.forEach((row, i) => { if (body.children[i] !== row) body.insertBefore(row, body.children[i] ?? null); });
+  while (body.children.length > shown.length) body.lastChild.remove();
+  setText($("counts"), `${page.agents.size} agents, ${paused} paused`);
 }
 
 // --- drawings ---------------------------------------------------------------------------------
@@ -159,7 +180,7 @@ async function refreshDetail() {
   const first = page.detail === null || page.detail.id !== detail.id;
   page.detail = detail;
   $("nothing").hidden = true; $("detail").hidden = false;
-  $("title").textContent = `agent ${detail.id} — ${detail.graph} — ${detail.state}${detail.node ? " at " + detail.node : ""}`;
+  setText($("title"), `agent ${detail.id} — ${detail.graph} — ${detail.state}${detail.node ? " at " + detail.node : ""}`);
   const graph = $("graph"), machine = $("machine");
   const graphSvg = await graphDrawing(detail);
   if (graph.dataset.key !== detail.graph) { graph.innerHTML = graphSvg; graph.dataset.key = detail.graph; }
@@ -167,7 +188,8 @@ async function refreshDetail() {
   light(graph, detail.node);
   light(machine, detail.state);
   light(machine, detail.state === "idle" ? STATUS_STATE[detail.last_status] : null, "was");
-  graph.dataset.lit = detail.node; machine.dataset.lit = detail.state;
+  if (graph.dataset.lit !== detail.node) graph.dataset.lit = detail.node;
+  if (machine.dataset.lit !== detail.state) machine.dataset.lit = detail.state;
   renderActions(detail, first);
   renderTimeline(detail);
 }
@@ -177,11 +199,14 @@ function renderActions(detail, first) {
   for (const id of ["resume", "jump", "jump-node"]) $(id).disabled = !paused;
   $("cancel").disabled = !["running", "paused", "resuming"].includes(detail.state);
   const info = detail.pause;
-  $("pause-info").textContent = info ? `paused at ${info.node}; a plain resume takes exit "${info.pending_exit}" to ${info.pending_target || "END"}${info.timeout_ms ? `, times out after ${info.timeout_ms} ms` : ", waits for you"}` : "not paused";
+  setText($("pause-info"), info ? `paused at ${info.node}; a plain resume takes exit "${info.pending_exit}" to ${info.pending_target || "END"}${info.timeout_ms ? `, times out after ${info.timeout_ms} ms` : ", waits for you"}` : "not paused");
+  // Rebuilt only for another pause, so that results being typed survive a refresh.
   const results = $("tool-results");
-  results.replaceChildren();
-  if (info && info.awaits_results) {
-    for (const call of info.pending_calls) {
+  const callsKey = info && info.awaits_results ? `${detail.id}: ${info.pending_calls.map((c) => c.call_id).join(" ")}` : "";
+  if (results.dataset.calls !== callsKey) {
+    results.dataset.calls = callsKey;
+    results.replaceChildren();
+    for (const call of callsKey ? info.pending_calls : []) {
       const area = el("textarea", { rows: 1, cols: 40, value: "" });
       area.dataset.callId = call.call_id;
       results.append(el("div", { className: "field" }, el("label", { textContent: `result of ${call.tool}(${call.arguments}) ${call.call_id}` }), area));
@@ -265,7 +290,7 @@ function eventText(e) {
     case "turn_started": return `user: ${JSON.stringify(e.message)}`;
     case "node_started": return `${e.node} (${e.node_type})`;
     case "node_ended": return `${e.node} → exit ${e.exit_route}`;
-    case "generation": return `${e.model}: ${e.prompt_tokens} prompt tokens, ${e.tokens} tokens, first token ${e.seconds_to_first_token === null ? "–" : (e.seconds_to_first_token * 1000).toFixed(1) + " ms"}, ${(e.seconds * 1000).toFixed(1)} ms${e.error ? " (" + e.error + ")" : ""}`;
+    case "generation": return `${e.model}: ${e.prompt_tokens === null ? "prompt not counted" : e.prompt_tokens + " prompt tokens"}, ${e.tokens} tokens, first token ${e.seconds_to_first_token === null ? "–" : (e.seconds_to_first_token * 1000).toFixed(1) + " ms"}, ${(e.seconds * 1000).toFixed(1)} ms${e.error ? " (" + e.error + ")" : ""}`;
     case "tool_call": return `${e.tool}(${e.arguments}) id ${e.call_id} [${e.disposition}]`;
     case "paused": return `at ${e.node}, pending exit ${e.pending_exit}${e.pending_calls.length ? ", calls " + e.pending_calls.join(", ") : ""}`;
     case "resumed": return `after ${e.paused_seconds === null ? "?" : e.paused_seconds.toFixed(2) + " s"}${e.resume_node ? ", jump to " + e.resume_node : ""}${Object.keys(e.results).length ? ", results " + JSON.stringify(e.results) : ""}`;
@@ -274,54 +299,102 @@ function eventText(e) {
   }
 }
 
+// An ended turn never changes: its element is kept and reused, so a refresh builds only the
+// turns that are new or still open.
+const drawnTurns = new Map();
+
 function renderTimeline(detail) {
-  const list = $("timeline");
-  list.replaceChildren();
+  const items = [];
+  const kept = new Map();
   for (const turn of [...detail.timeline].reverse()) {
-    const events = el("ul");
-    for (const e of turn.events) events.append(el("li", { className: `e-${e.kind}` }, el("span", { className: `k k-${e.kind}`, textContent: e.kind }), ` t=${e.at.toFixed(3)} `, eventText(e)));
-    list.append(el("li", { className: "turn" }, el("strong", { textContent: `turn ${turn.turn_id} ${turn.status || "(open)"}` }), events));
+    const key = `${detail.id}:${turn.turn_id}:${turn.status}:${turn.events.length}`;
+    let item = drawnTurns.get(key);
+    if (item === undefined) {
+      const events = el("ul");
+      for (const e of turn.events) events.append(el("li", { className: `e-${e.kind}` }, el("span", { className: `k k-${e.kind}`, textContent: e.kind }), ` t=${e.at === null ? "?" : e.at.toFixed(3)} `, eventText(e)));
+      item = el("li", { className: "turn" }, el("strong", { textContent: `turn ${turn.turn_id} ${turn.status || "(open)"}${turn.before_inspector ? ", begun before the inspector watched" : ""}` }), events);
+    }
+    if (turn.status) kept.set(key, item);
+    items.push(item);
   }
+  drawnTurns.clear();
+  for (const [key, item] of kept) drawnTurns.set(key, item);
+  const list = $("timeline");
+  if (items.length !== list.children.length || items.some((item, i) => list.children[i] !== item)) list.replaceChildren(...items);
 }
 
 // --- live -------------------------------------------------------------------------------------
 
-// At most one detail fetch in flight, and one more queued behind it.
-let refreshing = false, refreshAgain = false;
-async function queueRefresh() {
-  if (refreshing) { refreshAgain = true; return; }
-  refreshing = true;
-  try { do { refreshAgain = false; await refreshDetail(); } while (refreshAgain); } finally { refreshing = false; }
+// A busy game changes faster than anyone reads: the list is drawn and the chosen agent
+// fetched at most every REDRAW_MS (each costs the browser a layout), the latest state each time.
+const REDRAW_MS = 250;
+
+function throttled(run) {
+  let last = 0, timer = null, running = false, again = false;
+  const go = async () => {
+    timer = null; running = true; last = performance.now();
+    try { await run(); } finally { running = false; if (again) { again = false; schedule(); } }
+  };
+  const schedule = () => {
+    if (running) { again = true; return; }
+    if (timer === null) timer = setTimeout(go, Math.max(0, last + REDRAW_MS - performance.now()));
+  };
+  return schedule;
+}
+
+// One detail fetch at a time; a change during one brings another after it.
+const queueRefresh = throttled(() => refreshDetail());
+const queueList = throttled(() => renderList());
+
+// The list is loaded again each time the socket opens, so that no change falls between the
+// two; pushes that arrive while it loads are held, and those older than it are dropped.
+let loading = false, held = [];
+
+function apply(items, socket) {
+  let chosenChanged = false, listChanged = false;
+  for (const item of items) {
+    if (item.version !== undefined && item.version <= page.version) continue;
+    if (item.type === "changed") {
+      for (const agent of item.agents) { page.agents.set(agent.id, agent); if (agent.id === page.chosen) chosenChanged = true; }
+      for (const id of item.gone) { page.agents.delete(id); if (id === page.chosen) chosenChanged = true; }
+      if (item.touched.includes(page.chosen)) chosenChanged = true;
+      if (item.agents.length || item.gone.length) listChanged = true;
+    } else if (item.type === "agents") {
+      page.agents = new Map(item.agents.map((a) => [a.id, a])); listChanged = true; chosenChanged = true;
+    } else if (item.type === "resync") { socket.close(); return; }
+    if (item.version !== undefined) page.version = item.version;
+  }
+  if (listChanged) queueList();
+  if (chosenChanged) queueRefresh();
 }
 
 function connect() {
   const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/ws`);
-  socket.onopen = () => { $("live").className = "badge on"; $("live").textContent = "live"; };
+  socket.onopen = () => { $("live").className = "badge on"; $("live").textContent = "live"; loadState(); };
   socket.onclose = () => { $("live").className = "badge off"; $("live").textContent = "reconnecting…"; setTimeout(start, 1000); };
   socket.onmessage = (message) => {
-    let chosenChanged = false, listChanged = false;
-    for (const item of JSON.parse(message.data)) {
-      if (item.type === "changed") {
-        for (const agent of item.agents) { page.agents.set(agent.id, agent); if (agent.id === page.chosen) chosenChanged = true; }
-        for (const id of item.gone) { page.agents.delete(id); if (id === page.chosen) chosenChanged = true; }
-        listChanged = true;
-      } else if (item.type === "agents") {
-        page.agents = new Map(item.agents.map((a) => [a.id, a])); listChanged = true; chosenChanged = true;
-      } else if (item.type === "resync") { start(); return; }
-    }
-    if (listChanged) renderList();
-    if (chosenChanged) queueRefresh();
+    const items = JSON.parse(message.data);
+    if (loading) held.push(items); else apply(items, socket);
   };
+  page.socket = socket;
+}
+
+async function loadState() {
+  loading = true; held = [];
+  let state;
+  try { state = await (await api("/api/state")).json(); } catch (error) { loading = false; return false; }
+  page.machine = state.machine; page.svg = state.svg; page.version = state.version;
+  page.agents = new Map(state.agents.map((a) => [a.id, a]));
+  loading = false;
+  const later = held; held = [];
+  renderList();
+  for (const items of later) apply(items, page.socket);
+  if (page.chosen !== null) queueRefresh();
+  return true;
 }
 
 async function start() {
-  let state;
-  try { state = await (await api("/api/state")).json(); } catch (error) { return; }
-  page.machine = state.machine; page.svg = state.svg;
-  page.agents = new Map(state.agents.map((a) => [a.id, a]));
-  renderList();
-  if (page.chosen !== null) refreshDetail();
-  connect();
+  if (await loadState()) connect();
 }
 
 $("filter").addEventListener("input", renderList);

@@ -33,6 +33,7 @@ using ToolCallWithIdCallback = std::function<void(
 using ToolCallEventCallback = std::function<void(const ToolCallEvent& event)>;
 using AnswerTextCallback = std::function<void(std::string_view text, bool is_delta, bool is_final)>;
 using TurnCompleteCallback = std::function<void(const TurnResult& result)>;
+using MessageCallback = std::function<void(const MessageEvent& event)>;
 // The agent's waits will not be answered: 1002 (connection lost), 2001/2003 (session ended),
 // or an event the server could not send (5001/5003 notice naming this agent).
 using AgentErrorCallback = std::function<void(const Error& error)>;
@@ -48,7 +49,10 @@ class Agent {
 
   std::int64_t id() const noexcept;
 
-  // Starts a turn; answers at its first pause or its completion.
+  // Starts a turn; answers at its first pause or its completion. While a turn is open: 3004
+  // under InputPolicy::Reject; under Enqueue it answers at the first pause or completion of the
+  // message's own turn, after the open one ends (send it with SendMessageAsync from a thread
+  // that also drives that turn).
   Result<Step> SendMessage(std::string_view text, milliseconds timeout = kUseDefault);
   Future<Step> SendMessageAsync(std::string_view text);
 
@@ -62,6 +66,20 @@ class Agent {
   Future<Step> ResumeWithToolResultsAsync(std::vector<ToolResult> results);
   Result<Step> ResumeWithToolResult(ToolResult result, milliseconds timeout = kUseDefault);
   Future<Step> ResumeWithToolResultAsync(ToolResult result);
+
+  // Changes what a message does while a turn is open (legal idle or paused; 3004 while a turn
+  // runs, 3007 for a value the server does not know). Messages already waiting keep their places.
+  Result<void> SetInputPolicy(InputPolicy policy, milliseconds timeout = kUseDefault);
+  Future<void> SetInputPolicyAsync(InputPolicy policy);
+  // The policy as this client last set it (CreateAgent, SetInputPolicy) or heard it (Load, Fork).
+  InputPolicy input_policy() const;
+
+  // Writes the agent into the server store's save slot `slot`, replacing what it held, at rest:
+  // idle, or paused (tool calls pending included). 3004 while a turn runs; 3007 when the server
+  // has no store (--store) or for a bad name (1 to 128 characters). Client::Load and
+  // Client::Fork bring it back (docs/reference/durability.md, "Save slots").
+  Result<SlotInfo> Save(std::string_view slot, milliseconds timeout = kUseDefault);
+  Future<SlotInfo> SaveAsync(std::string_view slot);
 
   // Replaces a node's params (every field: take them from GetParams, change the mutable ones).
   Result<void> ChangeParams(std::string_view node_name, NodeParams params,
@@ -98,6 +116,7 @@ class Agent {
   void SetOnToolCallEvent(ToolCallEventCallback callback);
   void SetOnAnswerText(AnswerTextCallback callback);
   void SetOnTurnComplete(TurnCompleteCallback callback);
+  void SetOnMessage(MessageCallback callback);  // every message's fate (not under Reject)
   void SetOnError(AgentErrorCallback callback);
 
   // Runs `handler` when a pausing ToolCall pauses and every pending call has a handler, then

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "turnloom/agent.hpp"
@@ -50,6 +52,8 @@ struct ClientOptions {
 struct CreateAgentOptions {
   bool enable_diagnostics = false;
   std::int64_t max_steps_per_turn = 64;
+  // What a SendMessage does while a turn is open (sent only when not Reject).
+  InputPolicy input_policy = InputPolicy::Reject;
 };
 
 class Client {
@@ -72,6 +76,31 @@ class Client {
   Result<std::vector<ModelInfo>> ListModels(std::chrono::milliseconds timeout = kUseDefault);
   Future<std::vector<ModelInfo>> ListModelsAsync();
 
+  // Save slots, kept in the server's store and shared by all its sessions (the server needs
+  // --store PATH, else 3007; docs/reference/durability.md, "Save slots"). Agent::Save writes
+  // one. Loaded and forked agents belong to this session, keep the saved input policy, and
+  // stand where the save was: Wait() gives their step (a pause keeps the time it had left).
+  //
+  // A new agent from `slot` (3007 if there is no such slot, naming those there are). With
+  // `replace`, this session's agent of that id is destroyed (its open turn ends cancelled)
+  // and the slot's agent takes its place and its id; the old Agent handle is then 3002.
+  Result<Agent> Load(std::string_view slot, std::optional<std::int64_t> replace = std::nullopt,
+                     std::chrono::milliseconds timeout = kUseDefault);
+  Future<Agent> LoadAsync(std::string_view slot, std::optional<std::int64_t> replace = std::nullopt);
+  // A new agent that goes on independently from one of this session's agents at rest (idle
+  // or paused; 3004 while its turn runs), or from a slot.
+  Result<Agent> Fork(const Agent& source, std::chrono::milliseconds timeout = kUseDefault);
+  Future<Agent> ForkAsync(const Agent& source);
+  Result<Agent> Fork(std::string_view slot, std::chrono::milliseconds timeout = kUseDefault);
+  Future<Agent> ForkAsync(std::string_view slot);
+  // The slots (of one saved agent, or all), newest first.
+  Result<std::vector<SlotInfo>> ListSlots(std::optional<std::int64_t> agent_id = std::nullopt,
+                                          std::chrono::milliseconds timeout = kUseDefault);
+  Future<std::vector<SlotInfo>> ListSlotsAsync(std::optional<std::int64_t> agent_id = std::nullopt);
+  // Removes a slot; false when there was none.
+  Result<bool> DeleteSlot(std::string_view slot, std::chrono::milliseconds timeout = kUseDefault);
+  Future<bool> DeleteSlotAsync(std::string_view slot);
+
   // Called once, on the reader thread, when the connection is lost or the server ends the
   // session (1002, 2001, 2003). Every pending call also fails with it.
   void SetOnConnectionLost(std::function<void(const Error&)> callback);
@@ -86,6 +115,11 @@ class Client {
 
  private:
   explicit Client(std::shared_ptr<detail::Session> session);
+  // A LoadSlot or ForkAgent: the agent its CreateAgentResponse names, taken into the session.
+  Future<Agent> AdoptAsync(Value message, std::string slot);
+  // Waits for `start()`'s future within the call's limit (refused on the reader thread).
+  template <class T, class Start>
+  Result<T> Block(const char* operation, std::chrono::milliseconds timeout, Start start);
   std::shared_ptr<detail::Session> session_;
 };
 

@@ -52,10 +52,41 @@ struct Step {
   bool complete() const noexcept { return result.has_value(); }
 };
 
+// What SendMessage does while the agent's turn is open (running, or paused waiting for the
+// game); on an idle agent every policy simply starts a turn (docs/reference/turns.md, "Input
+// policies").
+enum class InputPolicy {
+  Reject,     // refused with 3004 AgentBusy; nothing changes (the default)
+  Enqueue,    // waits (at most 8), starts the next turn when this one ends; its SendMessage
+              // answers at the first pause or completion of its own turn
+  Interrupt,  // the open turn ends cancelled, the message starts a new turn at once
+  Merge,      // as Interrupt, the new turn's message being both, joined by a newline
+};
+const char* InputPolicyName(InputPolicy policy) noexcept;  // "reject", "enqueue", ...
+
+// A message's fate, once decided (NodeEvent "message"; sent only for agents whose policy is not
+// Reject).
+struct MessageEvent {
+  std::string text;  // the message (for "merged": both, joined by a newline)
+  std::string fate;  // "started", "queued", "interrupted", "merged", "dropped"
+  std::optional<std::int64_t> turn_id;           // the turn it started; unset while queued,
+                                                 // dropped
+  std::optional<std::int64_t> replaced_turn_id;  // the turn an interrupt or merge cancelled
+  std::int64_t queued = 0;                       // messages waiting after this one
+};
+
 // One result of an AwaitResult pause: `result` is the text the model sees.
 struct ToolResult {
   std::string call_id;
   std::string result;
+};
+
+// One save slot in the server's store (docs/reference/durability.md, "Save slots").
+struct SlotInfo {
+  std::string slot;            // its name (1 to 128 characters)
+  std::int64_t agent_id = 0;   // the agent that was saved into it
+  double saved_at = 0.0;       // when, in absolute seconds (Unix time)
+  std::int64_t size = 0;       // the snapshot's bytes
 };
 
 struct ModelInfo {

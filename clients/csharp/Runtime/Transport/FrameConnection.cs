@@ -84,7 +84,8 @@ namespace Turnloom
                 {
                     stream = Secure(stream, tls, string.IsNullOrEmpty(tls.ServerName) ? host : tls.ServerName);
                 }
-                catch (Exception e) when (e is IOException || e is AuthenticationException || e is System.Security.Cryptography.CryptographicException)
+                catch (Exception e) when (e is IOException || e is AuthenticationException || e is NotSupportedException ||
+                    e is System.Security.Cryptography.CryptographicException)
                 {
                     tcp.Dispose();
                     throw new ConnectionFailedException("TLS handshake with " + where + " failed: " + e.Message);
@@ -96,29 +97,53 @@ namespace Turnloom
         static Stream Secure(Stream plain, TlsOptions tls, string serverName)
         {
             X509Certificate2 ca = string.IsNullOrEmpty(tls.CaFile) ? null : new X509Certificate2(tls.CaFile);
-            var ssl = new SslStream(plain, false, (sender, certificate, chain, errors) => Trusted(certificate, errors, ca));
+            var ssl = new SslStream(plain, false, (sender, certificate, chain, errors) => Trusted(certificate, errors, ca, serverName));
             var mine = new X509CertificateCollection();
             if (tls.ClientCertificate != null) mine.Add(tls.ClientCertificate);
             ssl.AuthenticateAsClient(serverName, mine, SslProtocols.Tls12, false);
             return ssl;
         }
 
-        // The system's verdict, or (with a CA file) the chain rebuilt to end at exactly that CA.
-        // A name mismatch is never forgiven.
-        static bool Trusted(X509Certificate certificate, SslPolicyErrors errors, X509Certificate2 ca)
+        // The system's verdict, or (with a CA file) the server's certificate being that file's
+        // certificate itself (a self-signed development certificate, pinned), or the chain
+        // rebuilt to end at exactly that CA; either way it must name serverName.
+        static bool Trusted(X509Certificate certificate, SslPolicyErrors errors, X509Certificate2 ca, string serverName)
         {
             if (errors == SslPolicyErrors.None) return true;
             if (ca == null || certificate == null) return false;
             if ((errors & ~SslPolicyErrors.RemoteCertificateChainErrors) != 0) return false;
+            var presented = new X509Certificate2(certificate);
+            // Checked here, not left to the platform: with a chain error Mono does not report a
+            // name mismatch as well (CertificateNames).
+            if (!CertificateNames.Names(presented, serverName)) return false;
+            // The TLS handshake has proved the server holds this certificate's key, so the same
+            // bytes are the same trust as a chain ending there. It is also the one way Mono
+            // takes an EC certificate: its X509Chain cannot read EC keys (NotSupportedException).
+            if (SameBytes(presented.RawData, ca.RawData)) return true;
             using (var chain = new X509Chain())
             {
                 chain.ChainPolicy.RevocationMode = X509RevocationMode.NoCheck;
                 chain.ChainPolicy.VerificationFlags = X509VerificationFlags.AllowUnknownCertificateAuthority;
                 chain.ChainPolicy.ExtraStore.Add(ca);
-                if (!chain.Build(new X509Certificate2(certificate))) return false;
+                try
+                {
+                    if (!chain.Build(presented)) return false;
+                }
+                catch (NotSupportedException)
+                {
+                    return false;  // a key type this runtime's X509Chain cannot check: not trusted
+                }
                 var root = chain.ChainElements[chain.ChainElements.Count - 1].Certificate;
                 return root.Thumbprint == ca.Thumbprint;
             }
+        }
+
+        static bool SameBytes(byte[] a, byte[] b)
+        {
+            if (a == null || b == null || a.Length != b.Length) return false;
+            for (int k = 0; k < a.Length; k++)
+                if (a[k] != b[k]) return false;
+            return true;
         }
 
         /// <summary>Reads one frame on the calling thread (the handshake, before the reader

@@ -25,6 +25,8 @@ namespace Turnloom.Unity
         public bool pauseBeforeAnswer = true;
         [Tooltip("The model ('mock' for python -m turnloom serve --mock).")]
         public string modelName = "mock";
+        [Tooltip("What a message does while the NPC's turn is open: refused (Reject), waits (Enqueue), or cuts the turn short (Interrupt, Merge).")]
+        public InputPolicy inputPolicy = InputPolicy.Reject;
 
         /// <summary>(nodeName, pendingExit).</summary>
         public StringPairEvent onPaused = new StringPairEvent();
@@ -75,7 +77,7 @@ namespace Turnloom.Unity
             if (creating) return;  // connected before Start, and onConnected after it
             creating = true;
             var client = TurnloomClientBehaviour.Instance.Client;
-            client.CreateAgent(Graph ?? DefaultGraph(), null, created =>
+            client.CreateAgent(Graph ?? DefaultGraph(), new AgentOptions { InputPolicy = inputPolicy }, created =>
             {
                 if (!created.Ok) { onError.Invoke(created.Error.Message); return; }
                 Agent = created.Value;

@@ -5,6 +5,8 @@ paused, its turn completed, its params changed, it was created or restored) and 
 the agent is destroyed. Each write replaces the agent's previous one atomically, so a crash at
 any instant leaves every agent at its last complete write. Writes happen on the
 engine loop, before the host hears of the event they record: a pause the host saw is stored.
+The snapshots of agents that come to rest together go in one `save_many` (`write_queue`), and
+the host hears of those rests once it returns.
 
 A `SharedStore` is one several processes (workers) use at once. There an engine
 holds a lease on every agent it has in memory, and only the holder may write the agent; see
@@ -16,7 +18,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+if TYPE_CHECKING:
+    from .write_queue import WriteQueue
+
+#: One agent's write: (agent id, snapshot, pause deadline or None), as `Store.save` takes it.
+Write = tuple[int, bytes, float | None]
 
 
 class Store(ABC):
@@ -24,11 +32,31 @@ class Store(ABC):
 
     #: Whether other processes use the same agents (then it is a `SharedStore`).
     shared: ClassVar[bool] = False
+    #: The snapshots waiting for this store's next grouped write (`write_queue`), once any was.
+    queued: WriteQueue | None = None
 
     @abstractmethod
     def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
         """Replace the agent's stored snapshot with `document`, atomically. `deadline`: the
         absolute time its paused turn times out, if it does (a shared store indexes it)."""
+
+    def save_many(self, writes: Sequence[Write]) -> list[int]:
+        """Do every write as `save` does, each atomic per agent, at once where the store can
+        (one transaction, one round trip); the ids refused because another worker holds them
+        (`LeaseLost`). This default writes them one by one."""
+        refused = []
+        for agent_id, document, deadline in writes:
+            try:
+                self.save(agent_id, document, deadline)
+            except LeaseLost:
+                refused.append(agent_id)
+        return refused
+
+    def flush_queued(self) -> None:
+        """Write what is queued for this store now (a store calls it before it closes, and a
+        shared one before it lets go of its leases)."""
+        if self.queued is not None:
+            self.queued.flush()
 
     @abstractmethod
     def delete(self, agent_id: int) -> None:
@@ -114,4 +142,5 @@ class SharedStore(Store):
 
     @abstractmethod
     def leave(self, agent_ids: Sequence[int]) -> None:
-        """Release these agents and end this worker's lease (on close)."""
+        """Release these agents and end this worker's lease (on close), after writing what is
+        queued (`flush_queued`): a write after the leases end would be refused."""

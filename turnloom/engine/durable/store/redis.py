@@ -3,8 +3,9 @@
 
 Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot
 and its deadline index only if this worker holds the agent, so every agent is always at its
-last complete write by its holder. Loading walks the agents with `HSCAN` in
-batches and claims each batch in one script.
+last complete write by its holder. The saves of agents that came to rest together are one
+script call (`save_many`; a very large group, several calls in one pipelined round trip).
+Loading walks the agents with `HSCAN` in batches and claims each batch in one script.
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from typing import Any
 import redis
 
 from . import redis_scripts as lua
-from .base import LEASE_S, SWEEP_S, Claim, LeaseLost, SharedStore
+from .base import LEASE_S, SWEEP_S, Claim, LeaseLost, SharedStore, Write
+from .slots import RedisSlots
 from .worker_name import is_dead_local, new_worker_name
 
 _SCAN_BATCH = 2000
 _SOCKET_TIMEOUT_S = 2.0
+#: The most agents one SAVE_MANY call writes (its `unpack`s stay far below Lua's limit).
+_SAVE_BATCH = 512
 
 
-class RedisStore(SharedStore):
+class RedisStore(RedisSlots, SharedStore):
     """Snapshots in a Redis hash (`{prefix}:agents`), leased to workers (see `base.SharedStore`
     and `redis_scripts` for the keys)."""
 
@@ -53,7 +57,7 @@ class RedisStore(SharedStore):
             name: client.register_script(getattr(lua, name))
             for name in (
                 "CLAIM",
-                "SAVE",
+                "SAVE_MANY",
                 "DELETE",
                 "RELEASE",
                 "HELD",
@@ -88,13 +92,28 @@ class RedisStore(SharedStore):
 
     def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
         """Write the snapshot and its deadline index, if this worker holds the agent."""
-        written = self._run(
-            "SAVE",
-            [self.key, self._owners, self._deadlines],
-            [agent_id, self.worker, document, "" if deadline is None else repr(deadline)],
-        )
-        if not written:
+        if self.save_many([(agent_id, document, deadline)]):
             raise LeaseLost(f"agent {agent_id} is held by another worker now")
+
+    def save_many(self, writes: Sequence[Write]) -> list[int]:
+        """One SAVE_MANY call per `_SAVE_BATCH` agents, all in one round trip: each agent this
+        worker holds is written; the others' ids are returned."""
+        keys = [self.key, self._owners, self._deadlines]
+        calls = []
+        for start in range(0, len(writes), _SAVE_BATCH):
+            args: list[Any] = [self.worker]
+            for agent_id, document, deadline in writes[start : start + _SAVE_BATCH]:
+                args += (agent_id, document, "" if deadline is None else repr(deadline))
+            calls.append(args)
+        script = self._scripts["SAVE_MANY"]
+        if len(calls) == 1:
+            replies = [script(keys=keys, args=calls[0])]
+        else:
+            pipe = self._client.pipeline(transaction=False)
+            for args in calls:
+                script(keys=keys, args=args, client=pipe)
+            replies = pipe.execute()
+        return [int(agent_id) for reply in replies for agent_id in reply]
 
     def delete(self, agent_id: int) -> None:
         """Remove the agent, unless another worker holds it."""
@@ -184,10 +203,12 @@ class RedisStore(SharedStore):
         return previous is not None
 
     def leave(self, agent_ids: Sequence[int]) -> None:
-        """Release the agents and delete this worker's key."""
+        """Write what is queued, then release the agents and delete this worker's key."""
+        self.flush_queued()
         self.release(agent_ids)
         self._client.delete(self._workers + self.worker)
 
     def close(self) -> None:
-        """Close the client's connections."""
+        """Write what is queued, then close the client's connections."""
+        self.flush_queued()
         self._client.close()

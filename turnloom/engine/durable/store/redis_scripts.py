@@ -19,16 +19,34 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 return {'claimed', doc or ''}
 """
 
-# KEYS: agents, owners, deadlines. ARGV: id, me, snapshot, deadline ("" = none).
-SAVE = """
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-if ARGV[4] == '' then
-  redis.call('ZREM', KEYS[3], ARGV[1])
-else
-  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+# KEYS: agents, owners, deadlines. ARGV: me, then id, snapshot, deadline ("" = none) for each
+# agent. Writes the agents this worker holds (snapshot and deadline index) and returns the ids
+# of the others, untouched. One HMGET, one HSET and at most one ZREM and one ZADD whatever the
+# count (the caller keeps a call under `unpack`'s limit).
+SAVE_MANY = """
+local ids = {}
+for i = 2, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+local owners = redis.call('HMGET', KEYS[2], unpack(ids))
+local refused, docs, gone, due = {}, {}, {}, {}
+for n, id in ipairs(ids) do
+  local at = 3 * n - 1
+  if owners[n] == ARGV[1] then
+    docs[#docs + 1] = id
+    docs[#docs + 1] = ARGV[at + 1]
+    if ARGV[at + 2] == '' then
+      gone[#gone + 1] = id
+    else
+      due[#due + 1] = ARGV[at + 2]
+      due[#due + 1] = id
+    end
+  else
+    refused[#refused + 1] = id
+  end
 end
-return 1
+if #docs > 0 then redis.call('HSET', KEYS[1], unpack(docs)) end
+if #gone > 0 then redis.call('ZREM', KEYS[3], unpack(gone)) end
+if #due > 0 then redis.call('ZADD', KEYS[3], unpack(due)) end
+return refused
 """
 
 # KEYS: agents, owners, deadlines. ARGV: id, me. Refused (0) only if another worker holds it.

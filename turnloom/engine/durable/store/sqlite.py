@@ -5,28 +5,33 @@ Schema (`SCHEMA_VERSION` 1):
     turnloom_meta(key TEXT PRIMARY KEY, value TEXT)        -- ('schema', '1')
     turnloom_agents(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL)
 
-Each save is one `INSERT OR REPLACE` in autocommit mode: one transaction per agent write, so a
-crash leaves the row at its previous or its new snapshot, never between. `synchronous=NORMAL`
-with WAL survives a process crash (`kill -9`) at any instant with nothing lost; a power cut
-may lose the last writes but never corrupts the file (SQLite's own guarantee). Pass
-`synchronous="FULL"` to make each write survive a power cut too, at the cost of an fsync.
+Each save is one `INSERT OR REPLACE`, and the saves of agents that came to rest together
+(`save_many`) are one transaction: a crash leaves every row at its previous or its new
+snapshot, never between, and a group costs one commit however many agents it holds.
+`synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any instant with
+nothing lost; a power cut may lose the last writes but never corrupts the file (SQLite's own
+guarantee). Pass
+`synchronous="FULL"` to make each write survive a power cut too, at the cost of an fsync
+(one per group).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ...support.rejections import InvalidParamValue
-from .base import Store
+from .base import Store, Write
+from .slots import SQLiteSlots
 
 #: The layout this module writes; a file with another is refused.
 SCHEMA_VERSION = 1
 _BATCH = 4096
+_UPSERT = "INSERT OR REPLACE INTO turnloom_agents (agent_id, document) VALUES (?, ?)"
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteSlots, Store):
     """Snapshots in one SQLite file; `path` ":memory:" keeps them for the engine's life."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
@@ -66,10 +71,24 @@ class SQLiteStore(Store):
     def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
         """One autocommit statement: the row is replaced atomically (one process: the
         deadline needs no index)."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO turnloom_agents (agent_id, document) VALUES (?, ?)",
-            (agent_id, document),
-        )
+        self._db.execute(_UPSERT, (agent_id, document))
+
+    def save_many(self, writes: Sequence[Write]) -> list[int]:
+        """Every row replaced in one transaction (one commit for the group); refuses none."""
+        if len(writes) == 1:
+            agent_id, document, deadline = writes[0]
+            self.save(agent_id, document, deadline)
+            return []
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(_UPSERT, [(agent_id, document) for agent_id, document, _ in writes])
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return []
 
     def delete(self, agent_id: int) -> None:
         """Remove the agent's row."""
@@ -82,5 +101,6 @@ class SQLiteStore(Store):
             yield from rows
 
     def close(self) -> None:
-        """Close the connection."""
+        """Write what is queued, then close the connection."""
+        self.flush_queued()
         self._db.close()

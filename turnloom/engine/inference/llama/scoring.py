@@ -9,8 +9,16 @@ costs about as much as the rest of the model's step. Tokens on an unbranched str
 along with the next branching's decode and count as certain: the choice is among the given
 texts, not over all text.
 
-The KV cache is left holding the prompt, so the next scoring or generation of the same agent
-reuses whatever prefix it shares, as `Llama.generate` does its own.
+Scoring runs as an agent of its own on each instance (`SCORING_AGENT`), whichever agent asks:
+the `score` decision's prompts start with a few-shot header that depends on the node's tools
+only, so that header stays in the scorer's cached prompt (kept in host memory while agents
+generate, as theirs is: `kept`), and a decision reads only what follows it. A fresh NPC's first
+decision then costs its line and choices, not the whole header; and six tools cost about what
+three do, although their header is twice as long.
+
+llama.cpp's results depend, in their last bits, on how much of a prompt was cached: a near tie
+between two values (a few hundredths of a nat) can go either way depending on what was scored
+before.
 """
 
 from __future__ import annotations
@@ -27,7 +35,10 @@ from .native import Instance
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-__all__ = ["LikelihoodScoring", "choice_logprobs"]
+__all__ = ["SCORING_AGENT", "LikelihoodScoring", "choice_logprobs"]
+
+#: The key the scorer's cached prompt is kept under on each instance (no agent has it).
+SCORING_AGENT = -1
 
 
 class LikelihoodScoring:
@@ -47,19 +58,16 @@ class LikelihoodScoring:
     async def score_choices(
         self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
     ) -> list[float]:
-        """See `ModelBackend.score_choices`; runs on the agent's instance thread (the one its
-        generations use, so the two share the prompt cache)."""
+        """See `ModelBackend.score_choices`; runs on the agent's instance thread, in the
+        scorer's cached prompt (module docstring)."""
         inst = self._instances[agent_id % len(self._instances)]
-        future = inst.executor.submit(
-            _score_on_worker, inst, agent_id, prompt, list(choices), greedy
-        )
+        future = inst.executor.submit(_score_on_worker, inst, prompt, list(choices), greedy)
         return await asyncio.wrap_future(future)
 
 
-def _score_on_worker(
-    inst: Instance, agent_id: int, prompt: str, choices: list[str], greedy: bool
-) -> list[float]:
-    llm = inst.serve(agent_id)
+def _score_on_worker(inst: Instance, prompt: str, choices: list[str], greedy: bool) -> list[float]:
+    """`choice_logprobs` in the scorer's cached prompt (module docstring)."""
+    llm = inst.serve(SCORING_AGENT)
     # special=False: the prompt holds the player's words, which must not become control tokens.
     prefix = list(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
     tails = []

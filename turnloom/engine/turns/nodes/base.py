@@ -153,20 +153,24 @@ def _watch_ended(
         error = "timeout"
     elif failure is not None:
         error = f"{type(failure).__name__}: {failure}"
-    if not prompt_tokens:  # a backend whose result does not say, but that counts at once
-        try:
-            prompt_tokens = backend.count_tokens_now(request.messages, request.tools) or 0
-        except Exception:  # a count is a nicety here, never a reason to fail the turn
-            prompt_tokens = 0
     sampling = request.sampling
     watch.ended(
         backend.name,
-        prompt_tokens=prompt_tokens,
+        # A backend whose result does not say, but that counts at once: counted when an
+        # observer reads it (a prompt's count costs as much as rendering it).
+        prompt_tokens=prompt_tokens or (lambda: _count_now(backend, request)),
         tokens=tokens,
         max_tokens=sampling.max_tokens,
         temperature=sampling.temperature,
         error=error,
     )
+
+
+def _count_now(backend: ModelBackend, request: GenerationRequest) -> int:
+    try:
+        return backend.count_tokens_now(request.messages, request.tools) or 0
+    except Exception:  # a count is a nicety here, never a reason to fail the turn
+        return 0
 
 
 async def _generate_within_budget(

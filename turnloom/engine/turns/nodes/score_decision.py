@@ -21,11 +21,24 @@ few-shot prompt (`ModelBackend.score_choices`):
    booleans and enums (a string with an `enum`, or whose description lists its values as
    ``one of: a, b, c``)
    are scored and calibrated like the tools; integers and numbers are chosen among those the
-   line spells (digits or number words), or are 1 if it spells none.
+   line spells (digits, number words, "a dozen"; for a count of days, "a week" or "two
+   weeks"), else the value an earlier call gave, else 1. A message or an errand (a string
+   whose name or description says so) is a longer span, the clause after "that" or
+   "saying" first, and never the words another argument of the call took; what a number
+   counts comes right after it ("three bandages"); a string may also keep an earlier call's
+   value. A count the line does not say at all (no number, no "a") is listed as unread
+   (`ScoreDecision.unread`, the call event's `unread_arguments`).
 
-The outcome is what the parser would have returned (`ParseOutcome`), so everything after it
-(events, call ids, dispositions, pauses) is the ToolCall node's one shared path. Only the
-current line is read, never earlier turns.
+The arguments are scored after the recent dialog (the last `DIALOG_TURNS` exchanges within
+`DIALOG_CHARS`, each line with the call it made, as the examples are written), calibrated
+after it too; the tool is chosen on the line alone. How close each choice was (its margin
+over the runner-up, in nats) is in `ScoreDecision.diagnostics`, the node's diagnostics
+``score``. The outcome is what the parser would have returned (`ParseOutcome`), so
+everything after it (events, call ids, dispositions, pauses) is the ToolCall node's one
+shared path. The values an argument is chosen among are listed by `score_values`; this module
+is longer than 400 lines because the tool and every argument type are scored through one
+prompt, one calibration cache and one record of the call so far, which split apart would
+have to be passed around whole.
 """
 
 from __future__ import annotations
@@ -37,20 +50,37 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ...graph.params import ToolDefinition, ToolParamDefinition
 from ...inference.base import ModelBackend
 from ...tools.parsing import ParsedCall, ParseOutcome
+from ..dialog.projection import Interaction
+from .score_values import (
+    FILLER,
+    SENTENCE_WORDS,
+    WORD,
+    after_numbers,
+    clauses,
+    earlier_values,
+    enum_values,
+    is_count,
+    numbers,
+    spans,
+)
 
-__all__ = ["DECISIONS", "decide_by_score", "resolve_decision", "score_unsupported"]
+__all__ = [
+    "DECISIONS",
+    "ScoreDecision",
+    "decide_by_score",
+    "enum_values",
+    "resolve_decision",
+    "score_unsupported",
+]
 
 #: The values of `ToolCallParams.decision` ('' = the model's default).
 DECISIONS = ("", "generate", "score")
-
-
-def _words(text: str) -> list[str]:
-    return text.split()
 
 
 #: Types the score decision can fill; a tool with another (array, object) makes it generate.
@@ -67,32 +97,29 @@ _REMARKS = (
     "I dreamt about a {} last night.",
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_FILLER = frozenset(
-    _words(
-        "a an the to of for in on at by with from and or but me my your our us you i it its is "
-        "are be this that these those please can could would will let let's lets just now here "
-        "there some any do does how many much what which who where when why if whether than then "
-        "so as not no into onto"
-    )
-)
-_NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate(
-        _words(
-            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
-        )
-    )
-}
-_WORD = re.compile(r"[\w'-]+")
-_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
-_ENUM = re.compile(r"one of:?\s*([^.;]+)", re.IGNORECASE)
 #: Per backend (each model has its own biases), the content-free scores of the latest prompts.
 _CALIBRATIONS: weakref.WeakKeyDictionary[ModelBackend, OrderedDict[str, list[float]]] = (
     weakref.WeakKeyDictionary()
 )
 _CALIBRATIONS_KEPT = 256
 _CALIBRATIONS_LOCK = threading.Lock()  # engines on several threads may share a backend
+#: How much of the dialog the decision reads: the last few exchanges, within a budget.
+DIALOG_TURNS = 3
+DIALOG_CHARS = 600
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreDecision:
+    """What the score decision chose: the call or no call, as a parse would give it, and how
+    close it was (the node's diagnostics ``score``)."""
+
+    outcome: ParseOutcome
+    #: ``margin``: the chosen option's calibrated log-probability over the runner-up's, in
+    #: nats (small: a close call); ``tool``: the best tool; ``arguments``: each scored
+    #: argument's margin.
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    #: The arguments the line (and the dialog) did not give, whose values are defaults.
+    unread: tuple[str, ...] = ()
 
 
 def score_unsupported(backend: ModelBackend, tools: Sequence[ToolDefinition]) -> str | None:
@@ -119,48 +146,91 @@ def resolve_decision(
     return ("generate", reason) if reason else ("score", None)
 
 
-def enum_values(param: ToolParamDefinition) -> tuple[str, ...]:
-    """A string parameter's allowed values: its `enum`, else those its description lists as
-    ``one of: a, b, c`` (else none)."""
-    if param.type != "string":
-        return ()
-    if param.enum:
-        return tuple(param.enum)
-    found = _ENUM.search(param.description)
-    if not found:
-        return ()
-    parts = re.split(r",|\bor\b|\|", found.group(1))
-    return tuple(dict.fromkeys(v for p in parts if (v := p.strip().strip("'\"`").strip())))
-
-
 async def decide_by_score(
-    backend: ModelBackend, tools: Sequence[ToolDefinition], line: str, agent_id: int = 0
-) -> ParseOutcome:
-    """The call (or no call) `line` asks for among `tools`, as a parse of generated text."""
+    backend: ModelBackend,
+    tools: Sequence[ToolDefinition],
+    line: str,
+    agent_id: int = 0,
+    *,
+    dialog: Sequence[Interaction] = (),
+) -> ScoreDecision:
+    """The call (or no call) `line` asks for among `tools`, after `dialog`, as a parse of
+    generated text, with its margins."""
     labels = _labels(tools)
     header = _header(tools, labels)
+    recent = _recent_dialog(dialog, tools, labels)
     choices = [f" {label}\n" for label in labels]
-    chosen = await _calibrated_choice(backend, header, "\nAction:", choices, line, agent_id)
+    # The tool is chosen on the line alone: after a dialog, even calibrated after it, the
+    # model leans to the last call shown ("Thank you, goodbye!" checked the stock again).
+    chosen, margin = await _calibrated_choice(backend, header, "\nAction:", choices, line, agent_id)
+    diagnostics: dict[str, Any] = {"margin": round(margin, 3)}
     if chosen == len(tools):
-        return ParseOutcome((), "", ())
+        return ScoreDecision(ParseOutcome((), "", ()), diagnostics)
     tool = tools[chosen]
+    diagnostics["tool"] = tool.name
+    earlier = earlier_values(tool, dialog, DIALOG_TURNS)
     arguments: dict[str, object] = {}
+    margins: dict[str, float] = {}
+    unread: list[str] = []
+    taken: set[str] = set()
     call_text = f"\nAction: {labels[chosen]}\nCall: {tool.name}("
     # Words that name the action are not its arguments ("open" in "open the iron gate"), and a
     # number goes to a numeric argument rather than into a string.
     numeric = any(p.type in ("integer", "number") for p in tool.parameters)
-    action_words = {w.lower() for w in _WORD.findall(labels[chosen])}
+    action_words = {w.lower() for w in WORD.findall(labels[chosen])}
     # Nor are the arguments' own names ("gold" is not the item of "12 gold for a dagger").
-    names = [w.lower() for p in tool.parameters for w in _WORD.findall(_CAMEL.sub(" ", p.name))]
+    names = [w.lower() for p in tool.parameters for w in WORD.findall(_CAMEL.sub(" ", p.name))]
     argument_words = {form for w in names for form in (w, w + "s", *w.split("_"))}
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
         avoid = action_words | argument_words
-        fill = _Fill(header, call_text, end, line, frozenset(avoid), numeric)
-        arguments[param.name] = await _fill(backend, fill, param, agent_id)
-        call_text += f"{param.name}={json.dumps(arguments[param.name])}{end}"
+        fill = _Fill(
+            header, call_text, end, line, frozenset(avoid), numeric, recent,
+            tuple(earlier.get(param.name, ())), frozenset(taken),
+        )  # fmt: skip
+        value, read = await _fill(backend, fill, param, agent_id)
+        if isinstance(value, str) and not enum_values(param):
+            taken |= {w.lower() for w in WORD.findall(value)}
+        arguments[param.name] = value
+        if read is None:
+            unread.append(param.name)
+        elif not math.isnan(read):
+            margins[param.name] = round(read, 3)
+        call_text += f"{param.name}={json.dumps(value)}{end}"
+    diagnostics["arguments"] = margins
     raw = json.dumps({"name": tool.name, "arguments": arguments})
-    return ParseOutcome((ParsedCall(tool.name, arguments, raw),), "", ())
+    outcome = ParseOutcome((ParsedCall(tool.name, arguments, raw),), "", ())
+    return ScoreDecision(outcome, diagnostics, tuple(unread))
+
+
+def _recent_dialog(
+    dialog: Sequence[Interaction], tools: Sequence[ToolDefinition], labels: list[str]
+) -> str:
+    """The last exchanges, as the prompt writes its own: each line, the action it took and the
+    call it made (or "talk"), oldest first, within `DIALOG_TURNS` and `DIALOG_CHARS`."""
+    label_of = {tool.name: label for tool, label in zip(tools, labels, strict=False)}
+    parts: list[str] = []
+    used = 0
+    for past in reversed(dialog[-DIALOG_TURNS:]):
+        text = f"Player: {_one_line(past.user_message)}\n"
+        acted = False
+        for message in past.messages:
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                label = label_of.get(str(function.get("name")))
+                if label is None:
+                    continue
+                acted = True
+                given = function.get("arguments") or {}
+                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in given.items())
+                text += f"Action: {label}\nCall: {function['name']}({shown})\n"
+        if not acted:
+            text += f"Action: {labels[-1]}\n"
+        if used + len(text) > DIALOG_CHARS:
+            break
+        parts.append(text)
+        used += len(text)
+    return "".join(reversed(parts))
 
 
 def _labels(tools: Sequence[ToolDefinition]) -> list[str]:
@@ -208,9 +278,7 @@ def _examples(tools: Sequence[ToolDefinition], labels: list[str]) -> str:
 
 def _topic(tool: ToolDefinition, label: str) -> str:
     """The last notable word of a tool's description (its object, usually), else its label."""
-    notable = [
-        w for w in _WORD.findall(tool.description) if len(w) >= 4 and w.lower() not in _FILLER
-    ]
+    notable = [w for w in WORD.findall(tool.description) if len(w) >= 4 and w.lower() not in FILLER]
     return (notable[-1] if notable else label.split()[-1]).lower()
 
 
@@ -229,9 +297,13 @@ async def _calibrated_choice(
     choices: list[str],
     line: str,
     agent_id: int,
-) -> int:
-    """The index of the choice likeliest after `line` relative to after content-free lines."""
-    key = json.dumps([header, tail, choices])
+    recent: str = "",
+) -> tuple[int, float]:
+    """The index of the choice likeliest after `line` (and the `recent` dialog before it)
+    relative to after content-free lines, and by how much it beats the runner-up (nats)."""
+    # Calibrated after the same dialog: what the last call shows is likelier on any line,
+    # and the content-free lines after it see that too.
+    key = json.dumps([header + recent, tail, choices])
     with _CALIBRATIONS_LOCK:
         cache = _CALIBRATIONS.setdefault(backend, OrderedDict())
         bias = cache.get(key)
@@ -241,7 +313,7 @@ async def _calibrated_choice(
         totals = [0.0] * len(choices)
         for empty in _CONTENT_FREE:
             scores = await backend.score_choices(
-                _prompt(header, empty, tail), choices, agent_id=agent_id
+                _prompt(header + recent, empty, tail), choices, agent_id=agent_id
             )
             for i, p in enumerate(_normalized(scores)):
                 totals[i] += p / len(_CONTENT_FREE)
@@ -250,9 +322,18 @@ async def _calibrated_choice(
             cache[key] = bias
             while len(cache) > _CALIBRATIONS_KEPT:
                 cache.popitem(last=False)
-    scores = await backend.score_choices(_prompt(header, line, tail), choices, agent_id=agent_id)
+    prompt = _prompt(header + recent, line, tail)
+    scores = await backend.score_choices(prompt, choices, agent_id=agent_id)
     calibrated = [s - b for s, b in zip(scores, bias, strict=True)]
-    return max(range(len(choices)), key=calibrated.__getitem__)
+    return _best(calibrated)
+
+
+def _best(scores: list[float]) -> tuple[int, float]:
+    """The index of the highest score and its lead over the next (inf if it is alone)."""
+    order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+    if len(order) < 2:
+        return order[0], math.inf
+    return order[0], scores[order[0]] - scores[order[1]]
 
 
 def _normalized(logps: list[float]) -> list[float]:
@@ -274,78 +355,72 @@ class _Fill:
     avoid: frozenset[str]
     #: Whether numbers stay out of string values (the tool has a numeric argument).
     numeric: bool
+    #: The recent dialog, between the header and the line.
+    recent: str = ""
+    #: The values earlier calls of the tool gave this argument, oldest first.
+    earlier: tuple[object, ...] = ()
+    #: Words the call's earlier string arguments took (a recipient is not the message).
+    taken: frozenset[str] = frozenset()
 
 
 async def _fill(
     backend: ModelBackend, fill: _Fill, param: ToolParamDefinition, agent_id: int
-) -> object:
-    """One argument's value, by the rule for its declared type (module docstring)."""
-    header, end, line = fill.header, fill.end, fill.line
+) -> tuple[object, float | None]:
+    """One argument's value, by the rule for its declared type (module docstring), and its
+    margin over the runner-up (nan: nothing to choose between; None: not read at all)."""
+    header, end, line, recent = fill.header, fill.end, fill.line, fill.recent
     opened = f"{fill.call_text}{param.name}="
     values: Sequence[object]
     if param.type == "boolean":
         values = (True, False)
         choices = [f"{json.dumps(v)}{end}" for v in values]
-        chosen = await _calibrated_choice(backend, header, opened, choices, line, agent_id)
-        return values[chosen]
+        chosen, margin = await _calibrated_choice(
+            backend, header, opened, choices, line, agent_id, recent
+        )
+        return values[chosen], margin
     enum = enum_values(param)
     if enum:
         choices = [f"{json.dumps(v)}{end}" for v in enum]
-        chosen = await _calibrated_choice(backend, header, opened, choices, line, agent_id)
-        return enum[chosen]
+        chosen, margin = await _calibrated_choice(
+            backend, header, opened, choices, line, agent_id, recent
+        )
+        return enum[chosen], margin
     if param.type == "string":
-        values = _spans(line, fill.avoid, fill.numeric)
+        values = _string_values(fill, param)
         if len(values) < 2:
-            return values[0] if values else ""
+            return (values[0], math.nan) if values else ("", None)
         choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
-        prompt = _prompt(header, line, opened + '"')
+        prompt = _prompt(header + recent, line, opened + '"')
         scores = await backend.score_choices(prompt, choices, greedy=True, agent_id=agent_id)
     else:
-        values = _numbers(line, integer=param.type == "integer")
+        values = numbers(line, param)
+        if not values:  # the line says no number: an earlier call's, else one ("a dagger")
+            said = [v for v in fill.earlier if is_count(v)]
+            if said:
+                return said[-1], math.nan
+            one = any(w.lower() in ("a", "an") for w in WORD.findall(line))
+            return 1, (math.nan if one else None)
         if len(values) < 2:
-            return values[0]
+            return values[0], math.nan
         choices = [f"{json.dumps(v)}{end}" for v in values]
-        prompt = _prompt(header, line, opened)
+        prompt = _prompt(header + recent, line, opened)
         scores = await backend.score_choices(prompt, choices, agent_id=agent_id)
-    return values[max(range(len(values)), key=scores.__getitem__)]
+    chosen, margin = _best(scores)
+    return values[chosen], margin
 
 
-def _spans(line: str, avoid: frozenset[str], numeric: bool) -> list[str]:
-    """Runs of one to four words of `line` (as written, not across punctuation) that neither
-    start with its first word nor start or end with filler or an `avoid` word, nor (if
-    `numeric`) hold a number; any runs if none is left."""
-
-    def edge(word: str) -> bool:
-        return word in _FILLER or word in avoid or (numeric and _is_number(word))
-
-    words = list(_WORD.finditer(line))
-    spans: dict[str, None] = {}
-    for lenient in (False, True):
-        for i, first in enumerate(words):
-            for j in range(i, min(i + 4, len(words))):
-                if j > i and line[words[j - 1].end() : words[j].start()].strip():
-                    break  # a value does not run across punctuation
-                inner = [w.group().lower() for w in words[i : j + 1]]
-                # A number inside is as wrong as one at an edge ("me 2 torches").
-                counted = numeric and any(_is_number(w) for w in inner)
-                # A request's first word is its verb ("Hand me two torches"), not its object.
-                if lenient or not (i == 0 or edge(inner[0]) or edge(inner[-1]) or counted):
-                    spans[line[first.start() : words[j].end()]] = None
-        if spans:
-            break
-    return list(spans)
-
-
-def _is_number(word: str) -> bool:
-    return word in _NUMBER_WORDS or _NUMBER.fullmatch(word) is not None
-
-
-def _numbers(line: str, *, integer: bool) -> list[object]:
-    """The numbers `line` spells (digits, number words) without repeats, or [1] if none: a
-    count the player does not say is one ("a dagger"), and one the player says is no other."""
-    found: list[object] = []
-    for match in _NUMBER.finditer(line):
-        value = float(match.group())
-        found.append(int(value) if integer or value.is_integer() else value)
-    found += [_NUMBER_WORDS[w.lower()] for w in _WORD.findall(line) if w.lower() in _NUMBER_WORDS]
-    return list(dict.fromkeys(found)) or [1]
+def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
+    """What a string argument is chosen among: spans of the line (longer for a message or an
+    errand, with the clause a message verb introduces first), not the words another argument
+    of the call took, then the values earlier calls gave it."""
+    sentence = bool(SENTENCE_WORDS & set(WORD.findall(f"{param.name} {param.description}".lower())))
+    found = spans(fill.line, fill.avoid, fill.numeric, longest=8 if sentence else 4)
+    if sentence:
+        found = [*clauses(fill.line), *found]
+    elif fill.numeric:  # what a number counts comes right after it ("three bandages")
+        counted = after_numbers(fill.line)
+        found = [v for v in found if any(fill.line.startswith(v, at) for at in counted)] or found
+    if fill.taken:
+        free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
+        found = free or found
+    return list(dict.fromkeys([*found, *(v for v in fill.earlier if isinstance(v, str) and v)]))

@@ -21,7 +21,7 @@ from ..dialog.projection import Interaction, project_chat
 from ..exchanges import call_message, result_message
 from ..results import ToolCallEvent
 from .base import NodeContext, NodeOutcome, generate_within_budget
-from .score_decision import decide_by_score, resolve_decision
+from .score_decision import ScoreDecision, decide_by_score, resolve_decision
 
 
 async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome:
@@ -41,15 +41,17 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
 
     backend = ctx.backend(params)
     history: dict[str, Any] | None = None
+    scored: ScoreDecision | None = None
     decision, fallback = resolve_decision(params.decision, backend, params.tools)
     if decision == "score":
         meter = ctx.meter
         if meter is not None:  # scoring is an inference too (it generates no tokens)
             meter.admit(ctx.agent_id)
         # The decision's outcome has the parser's shape: from here on both ways are one path.
-        parsed = await decide_by_score(
-            backend, params.tools, ctx.interaction.user_message, ctx.agent_id
+        scored = await decide_by_score(
+            backend, params.tools, ctx.interaction.user_message, ctx.agent_id, dialog=ctx.dialog
         )
+        parsed = scored.outcome
         tokens = 0
         if not parsed.calls and params.mode is ToolCallMode.CallOrAnswer:
             # Nothing was generated to answer with: the answer is a plain reply (no tools
@@ -94,6 +96,8 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
         diagnostics["score_unavailable"] = fallback
     if history is not None:
         diagnostics["history"] = history
+    if scored is not None:  # how close the decision was, for a designer to see
+        diagnostics["score"] = scored.diagnostics
     calls = [call for call in parsed.calls if call.name in declared]
     if not calls:
         diagnostics["exit"] = "no_tool_called"
@@ -115,6 +119,7 @@ async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome
                 node_name=ctx.node_name,
                 disposition=disposition.value,
                 arguments=coerce_arguments(call.arguments, types),
+                unread_arguments=scored.unread if scored is not None else (),
             )
         )
     if disposition.acknowledges or disposition is ToolCallDisposition.AwaitResult:

@@ -1,0 +1,232 @@
+"""Grouped writes (docs/reference/durability.md#stores): agents that come to rest in the same
+loop iteration are written in one `save_many` (one SQLite transaction, one Redis script call),
+and the host hears of each rest only once its snapshot is stored. On SQLite and on a real Redis
+server; the lease fence and SQLite's all-or-nothing group are checked on the stores themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+import turnloom as tl
+from tests.durable import scenario
+from tests.durable.test_store import counting
+from turnloom.engine.durable.packed_dialog import KEEP_FROM, PackedDialog, packed_snapshot
+from turnloom.engine.durable.snapshot import take_snapshot
+from turnloom.engine.durable.store import SQLiteStore, open_store
+from turnloom.engine.durable.store.redis import RedisStore
+
+StoreSpec = Callable[[], Any]
+
+
+def _stored_turn(document: bytes) -> Any:
+    return msgpack.unpackb(document, raw=False)["turn"]
+
+
+def recording(store: Any, events: list[tuple[str, int]]) -> Any:
+    """`store` with every write of `save_many` logged in `events` as ("stored", id), and the
+    latest document of each agent kept in `store.latest`."""
+    store.latest = {}
+    save_many = store.save_many
+
+    def recorded(writes: Any) -> list[int]:
+        refused = save_many(writes)
+        for agent_id, document, _ in writes:
+            events.append(("stored", agent_id))
+            store.latest[agent_id] = document
+        return refused
+
+    store.save_many = recorded
+    return store
+
+
+def test_agents_pausing_together_are_one_group_and_told_after_it(store_spec: StoreSpec) -> None:
+    events: list[tuple[str, int]] = []
+
+    async def main() -> None:
+        store = recording(counting(open_store(store_spec())), events)
+        async with tl.AsyncEngine(scenario.model(), clock=tl.VirtualClock(), store=store) as e:
+            agents = [await e.create_agent(scenario.graph("pause")) for _ in range(8)]
+            for agent in agents:
+                agent.set_on_paused(
+                    lambda node, route, i=agent.agent_id: events.append(("told paused", i))
+                )
+            assert store.groups == [[a.agent_id] for a in agents]  # a create is written at once
+            events.clear()
+            steps = await asyncio.gather(*(agent.send_message("hi") for agent in agents))
+            assert all(step.paused for step in steps)
+            ids = [agent.agent_id for agent in agents]
+            assert len(store.groups) < 8 + 8  # fewer groups than pauses
+            assert max(len(group) for group in store.groups[8:]) > 1
+            assert sorted(store.saves[8:]) == ids  # every pause written, once
+            for agent_id in ids:  # each told after its write, and the stored turn is the pause
+                assert events.index(("stored", agent_id)) < events.index(("told paused", agent_id))
+                assert _stored_turn(store.latest[agent_id])["pause"]["node_name"] == "act"
+            results = await asyncio.gather(*(agent.resume() for agent in agents))
+            assert all(r.final.status is tl.TurnStatus.SUCCESS for r in results)
+            assert max(len(group) for group in store.groups[-len(ids) :]) > 1
+            assert all(_stored_turn(store.latest[i]) is None for i in ids)  # completed
+
+    asyncio.run(main())
+
+
+def test_a_wait_during_the_write_sees_the_step_only_once_it_is_stored(
+    store_spec: StoreSpec,
+) -> None:
+    events: list[tuple[str, int]] = []
+
+    async def main() -> None:
+        store = recording(open_store(store_spec()), events)
+        async with tl.AsyncEngine(scenario.model(), clock=tl.VirtualClock(), store=store) as e:
+            agent = await e.create_agent(scenario.graph("pause"))
+
+            async def wait_then_note(kind: str) -> tl.Step:
+                step = await agent.wait()
+                events.append((kind, agent.agent_id))
+                return step
+
+            # The wait runs right after the message pauses, before the loop's next iteration
+            # writes the pause: it must not answer before the write.
+            sent, waited = await asyncio.gather(agent.send_message("hi"), wait_then_note("wait"))
+            assert sent.paused and waited == sent
+            assert events == [("stored", 1), ("stored", 1), ("wait", 1)]  # created, paused
+            done, idle = await asyncio.gather(agent.resume(), wait_then_note("idle wait"))
+            assert idle.result == done.final
+            assert events[-2:] == [("stored", 1), ("idle wait", 1)]
+
+    asyncio.run(main())
+
+
+def test_a_registered_tool_still_resumes_before_the_caller_hears_of_the_pause(
+    store_spec: StoreSpec,
+) -> None:
+    def run(store: Any) -> tuple[tl.Step, list[Any]]:
+        with tl.Engine(scenario.model(), clock=tl.VirtualClock(), store=store) as engine:
+            agent = engine.create_agent(scenario.graph("await"))
+            agent.register_tool("look", lambda call: f"saw {call.arguments['what']}")
+            step = agent.send_message("the door")
+            return step, agent.dialog
+
+    plain, durable = run(None), run(store_spec())
+    assert durable == plain
+    assert durable[0].result is not None and durable[0].result.text.endswith("'saw the door'")
+
+
+def test_a_destroy_right_after_a_pause_writes_and_tells_it_first_then_deletes(
+    store_spec: StoreSpec,
+) -> None:
+    async def main() -> None:
+        store = counting(open_store(store_spec()))
+        async with tl.AsyncEngine(scenario.model(), clock=tl.VirtualClock(), store=store) as e:
+            agent = await e.create_agent(scenario.graph("pause"))
+            keep = await e.create_agent(scenario.graph("pause"))
+            told: list[str] = []
+            agent.set_on_paused(lambda node, route: told.append(node))
+
+            async def destroy() -> None:
+                await agent.destroy()
+
+            step, _, kept = await asyncio.gather(
+                agent.send_message("hi"), destroy(), keep.send_message("hi")
+            )
+            assert step.paused and kept.paused and told == ["act"]
+            assert store.deletes == [agent.agent_id]
+        async with tl.AsyncEngine(scenario.model(), store=store_spec()) as again:
+            assert again.agent_ids() == [keep.agent_id]  # the queued write did not bring it back
+
+    asyncio.run(main())
+
+
+def test_a_group_holding_a_bad_write_leaves_every_row_as_it_was(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "game.db")
+    store.save_many([(1, b"one", None), (2, b"two", None)])
+    with pytest.raises(sqlite3.IntegrityError):
+        store.save_many([(1, b"one again", None), (2, None, None)])  # type: ignore[list-item]
+    assert dict(store.load_all()) == {1: b"one", 2: b"two"}
+    store.close()
+
+
+def test_the_lease_fence_holds_for_each_agent_of_a_group(redis_url: str) -> None:
+    import redis
+
+    prefix = "groups-fence"
+    client = redis.Redis.from_url(redis_url)
+    a = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
+    b = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
+    try:
+        assert a.heartbeat(5) is False and b.heartbeat(5) is False  # both alive from now on
+        ids = [a.allocate_id(durable=True) for _ in range(1200)]  # more than one script call
+        assert a.save_many([(i, b"a1", None) for i in ids]) == []
+        client.delete(f"{prefix}:worker:{a.worker}")  # A's lease lapses...
+        taken = ids[::7]
+        for agent_id in taken:  # ...and B takes some of its agents
+            assert b.claim(agent_id).status == "claimed"
+        b.save_many([(i, b"b", 90.0) for i in taken])
+        refused = a.save_many([(i, b"a2", 10.0) for i in ids])
+        assert sorted(refused) == sorted(taken)
+        stored = {int(k): v for k, v in client.hgetall(f"{prefix}:agents").items()}
+        assert {i for i, v in stored.items() if v == b"b"} == set(taken)
+        assert {i for i, v in stored.items() if v == b"a2"} == set(ids) - set(taken)
+        deadlines = dict(client.zrange(f"{prefix}:deadlines", 0, -1, withscores=True))
+        assert {int(k) for k, s in deadlines.items() if s == 90.0} == set(taken)
+        assert {int(k) for k, s in deadlines.items() if s == 10.0} == set(ids) - set(taken)
+        a.save_many([(i, b"a3", None) for i in ids])  # no deadline: out of the index
+        assert {int(k) for k in client.zrange(f"{prefix}:deadlines", 0, -1)} == set(taken)
+    finally:
+        for key in client.scan_iter(f"{prefix}:*"):
+            client.delete(key)
+        for store in (a, b):
+            store.close()
+        client.close()
+
+
+def test_a_kept_dialog_packs_to_the_same_bytes_as_a_whole_snapshot() -> None:
+    with tl.Engine(scenario.model(), clock=tl.VirtualClock(), store=":memory:") as engine:
+        agent = engine.create_agent(scenario.graph("await"), dialog=[
+            {"role": "user", "content": "seeded", "pinned": True},
+            {"role": "assistant", "content": "hello"},
+        ])  # fmt: skip
+        core = agent._agent._core
+        kept: PackedDialog | None = None
+
+        def same() -> bool:
+            nonlocal kept
+            packed, kept = packed_snapshot(core, kept)
+            return packed == take_snapshot(core)
+
+        for index in range(3 * KEEP_FROM):
+            step = agent.send_message(f"look {index}")
+            assert same()  # paused, calls pending
+            scenario.finish(agent, step, "await")
+            assert same()  # idle, one more turn
+            assert (kept is None) == (len(core.dialog) < KEEP_FROM)
+        core.dialog = core.dialog[: KEEP_FROM + 2]  # shrank (a restore, a fork): packed anew
+        assert same()
+        core.dialog[-1].messages.append({"role": "assistant", "content": "an added line"})
+        assert same()
+        core.dialog[3].user_message = "a message put in its place"
+        assert same()
+
+
+def test_a_message_queued_behind_a_paused_turn_runs_once_the_turn_is_stored(
+    store_spec: StoreSpec,
+) -> None:
+    def run(store: Any) -> list[Any]:
+        with tl.Engine(scenario.model(), clock=tl.VirtualClock(), store=store) as engine:
+            agent = engine.create_agent(scenario.graph("pause"), input_policy="enqueue")
+            assert agent.send_message("first").paused
+            agent.send_message_async("second")  # waits behind the paused turn
+            assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+            assert agent.wait(timeout=10).paused  # the queued message's own turn
+            return agent.dialog
+
+    plain, durable = run(None), run(store_spec())
+    assert durable == plain
+    assert [m["content"] for m in durable if m["role"] == "user"] == ["first"]

@@ -1,0 +1,188 @@
+"""The values the `score` decision chooses an argument among, read off the player's line.
+
+The model decides (`score_decision`); this only lists what it decides between: for a string,
+runs of the line's words; for a number, the numbers the line spells ("2", "two", "a dozen",
+"a week"); for an enum, its declared values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+
+from ...graph.params import ToolDefinition, ToolParamDefinition
+from ..dialog.projection import Interaction
+
+__all__ = [
+    "FILLER",
+    "SENTENCE_WORDS",
+    "WORD",
+    "after_numbers",
+    "clauses",
+    "earlier_values",
+    "enum_values",
+    "is_count",
+    "is_number",
+    "numbers",
+    "spans",
+    "words",
+]
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+FILLER = frozenset(
+    words(
+        "a an the to of for in on at by with from and or but me my your our us you i it its is "
+        "are be this that these those please can could would will let let's lets just now here "
+        "there some any do does how many much what which who where when why if whether than then "
+        "so as not no into onto more again same instead another need want"
+    )
+)
+_NUMBER_WORDS = {
+    word: value
+    for value, word in enumerate(
+        words(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+        )
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100}
+#: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
+_COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
+#: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
+_DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+_NUMBER_OR_WORD = re.compile(r"[+-]?\d+(?:\.\d+)?(?![\w.])|[\w'-]+")
+WORD = re.compile(r"[\w'-]+")
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+#: Words of a string argument's name or description that make its value a sentence (a
+#: message, an errand), not a name: its spans run longer.
+SENTENCE_WORDS = frozenset(words("message text errand note reason says say what"))
+#: Words after which a message's content starts ("tell her that ...", "saying ...").
+_CLAUSE = re.compile(r"(?:\bthat|\bsaying|:)\s+([^.!?;]+)", re.IGNORECASE)
+_ENUM = re.compile(r"one of:?\s*([^.;]+)", re.IGNORECASE)
+
+
+def enum_values(param: ToolParamDefinition) -> tuple[str, ...]:
+    """A string parameter's allowed values: its `enum`, else those its description lists as
+    ``one of: a, b, c`` (else none)."""
+    if param.type != "string":
+        return ()
+    if param.enum:
+        return tuple(param.enum)
+    found = _ENUM.search(param.description)
+    if not found:
+        return ()
+    parts = re.split(r",|\bor\b|\|", found.group(1))
+    return tuple(dict.fromkeys(v for p in parts if (v := p.strip().strip("'\"`").strip())))
+
+
+def after_numbers(line: str) -> set[int]:
+    """Where the words right after a number of `line` start (not across punctuation)."""
+    words = list(WORD.finditer(line))
+    return {
+        b.start()
+        for a, b in itertools.pairwise(words)
+        if is_number(a.group().lower()) and not line[a.end() : b.start()].strip()
+    }
+
+
+def clauses(line: str) -> list[str]:
+    """What a line relays as a message: the words after "that", "saying" or a colon, to the
+    end of the sentence."""
+    return [" ".join(m.group(1).split()).strip(" ,") for m in _CLAUSE.finditer(line)]
+
+
+def spans(line: str, avoid: frozenset[str], numeric: bool, longest: int = 4) -> list[str]:
+    """Runs of one to `longest` words of `line` (as written, not across punctuation) that neither
+    start with its first word nor start or end with filler or an `avoid` word, nor (if
+    `numeric`) hold a number; any runs if none is left."""
+
+    def edge(word: str) -> bool:
+        return word in FILLER or word in avoid or (numeric and is_number(word))
+
+    words = list(WORD.finditer(line))
+    spans: dict[str, None] = {}
+    for lenient in (False, True):
+        for i, first in enumerate(words):
+            for j in range(i, min(i + longest, len(words))):
+                if j > i and line[words[j - 1].end() : words[j].start()].strip():
+                    break  # a value does not run across punctuation
+                inner = [w.group().lower() for w in words[i : j + 1]]
+                # A number inside is as wrong as one at an edge ("me 2 torches").
+                counted = numeric and any(is_number(w) for w in inner)
+                # A request's first word is its verb ("Hand me two torches"), not its object.
+                if lenient or not (i == 0 or edge(inner[0]) or edge(inner[-1]) or counted):
+                    spans[line[first.start() : words[j].end()]] = None
+        if spans:
+            break
+    return list(spans)
+
+
+def is_count(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_number(word: str) -> bool:
+    return word in _NUMBER_WORDS or _NUMBER.fullmatch(word) is not None
+
+
+def numbers(line: str, param: ToolParamDefinition) -> list[object]:
+    """The numbers `line` spells (digits, number words, "a dozen", "a couple"; for a count of
+    days or nights, spans of time: "a week" is 7, "two weeks" 14) without repeats. None: see
+    `_fill` (a count the player does not say is one, "a dagger"; one the player says is no
+    other)."""
+    integer = param.type == "integer"
+    in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
+    words = _NUMBER_OR_WORD.findall(line)
+    found: list[tuple[bool, object]] = []
+    timed: list[object] = []
+    for i, word in enumerate(words):
+        low = word.lower()
+        value: float
+        if _NUMBER.fullmatch(word):
+            value = float(word)
+        elif low in _NUMBER_WORDS:
+            value = _NUMBER_WORDS[low]
+        elif low in ("a", "an"):
+            value = 1  # a number only with a unit after it ("a dozen", "a week")
+        else:
+            continue
+        unit = _singular(words[i + 1].lower()) if i + 1 < len(words) else ""
+        if unit in _COUNTS:
+            value *= _COUNTS[unit]
+        elif in_days and unit in _DAYS:
+            value *= _DAYS[unit]
+            timed.append(int(value) if integer or float(value).is_integer() else value)
+            continue
+        elif low in ("a", "an"):
+            continue
+        number = int(value) if integer or float(value).is_integer() else value
+        found.append((not _NUMBER.fullmatch(word), number))
+    # A span of time says how long; the number of horses in the same line does not. Digits
+    # come before words (the first of equal scores wins).
+    return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def earlier_values(
+    tool: ToolDefinition, dialog: Sequence[Interaction], turns: int
+) -> dict[str, list[object]]:
+    """The values earlier calls of `tool` in the recent dialog gave each argument, oldest
+    first ("and two more" keeps the drink)."""
+    found: dict[str, list[object]] = {}
+    for past in dialog[-turns:]:
+        for message in past.messages:
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                if function.get("name") != tool.name:
+                    continue
+                for name, value in (function.get("arguments") or {}).items():
+                    found.setdefault(str(name), []).append(value)
+    return found

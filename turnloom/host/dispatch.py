@@ -118,6 +118,11 @@ class CallbackDispatch(AgentListener):
         if self.turn_complete is not None:
             self.turn_complete(result)
 
+    @property
+    def hears_messages(self) -> bool:  # type: ignore[override]
+        """Only when the host set a message callback."""
+        return self.message is not None
+
     def on_message(self, agent_id: int, event: MessageEvent) -> None:
         """Call the message callback."""
         if self.message is not None:

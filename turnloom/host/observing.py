@@ -24,10 +24,12 @@ if TYPE_CHECKING:
 
 def default_observers() -> list[TurnObserver]:
     """The observers every engine starts with: a `TurnTracer` when opentelemetry-api is
-    installed (it records nothing until a tracer provider is set), else none."""
+    installed and the app has set a tracer provider before making the engine, else none (an
+    engine made before the provider is set takes `engine.add_observer(TurnTracer())`). So
+    without a provider, traces cost a turn nothing at all, not even a call."""
     from ..telemetry import tracing
 
-    return [tracing.TurnTracer()] if tracing.available() else []
+    return [tracing.TurnTracer()] if tracing.provider_is_set() else []
 
 
 class ObservedEngine:

@@ -48,6 +48,12 @@ def available() -> bool:
     return trace is not None
 
 
+def provider_is_set() -> bool:
+    """Whether opentelemetry-api is installed and the app has set a global tracer provider
+    that records (an SDK's), rather than OpenTelemetry's default."""
+    return trace is not None and not _records_nothing(trace.get_tracer_provider())
+
+
 def _records_nothing(provider: Any) -> bool:
     """OpenTelemetry's default provider (before an SDK is set) and its no-op one."""
     return isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))

@@ -196,7 +196,8 @@ class AgentCore:
             )
         if trigger is Trigger.START:
             turn = self._start(text, waiter, inline)
-            self.notify("on_message", MessageEvent(text, MessageFate.STARTED, turn.turn_id))
+            if self.listener.hears_messages:
+                self.notify("on_message", MessageEvent(text, MessageFate.STARTED, turn.turn_id))
             return turn
         open_turn = self.turn
         queue = self.queue if self.queue is not None else []

@@ -161,6 +161,10 @@ class AgentListener:
     Methods must not block; exceptions they raise are logged and otherwise ignored.
     """
 
+    #: Whether `on_message` is worth calling for a message that simply starts a turn (the
+    #: agent makes no event for one when it is not: that is every turn of most agents).
+    hears_messages: bool = True
+
     def on_paused(self, agent_id: int, info: PauseInfo, awaited: bool) -> None:
         """The turn paused; `awaited` when a caller is waiting for this step."""
 

@@ -251,15 +251,27 @@ class EngineCore(Runtime):
         for `create_agent`; `graph` (and `migrate`): into that graph (`restore.into_graph`).
         """
         stored = self._durable(durable, "restore")
-        if graph is not None:
-            snapshot = into_graph(snapshot, graph, migrate)
-        plan = read_snapshot(snapshot, self._model_error)
+        plan = self._plan(snapshot, graph, migrate)
         taken = plan.agent_id in self.agents or plan.agent_id in self._held_ids
         if not taken and isinstance(self.store, SharedStore):
             # Its id is free only if no worker holds it: this one then does.
             taken = not stored or self.store.claim(plan.agent_id, adopt=True).status != "claimed"
         agent_id = self._next_agent_id(stored) if taken else plan.agent_id
-        agent = self._restore(agent_id, plan, listener, stored)
+        return self._come_back(agent_id, plan, listener, stored)
+
+    def _plan(
+        self, snapshot: Any, graph: GraphDescription | None, migrate: Migration | None
+    ) -> SnapshotPlan:
+        """The checked plan of a snapshot, into `graph` when one is given."""
+        if graph is not None:
+            snapshot = into_graph(snapshot, graph, migrate)
+        return read_snapshot(snapshot, self._model_error)
+
+    def _come_back(
+        self, agent_id: int, plan: SnapshotPlan, listener: AgentListener, durable: bool
+    ) -> AgentCore:
+        """A restored, loaded or forked agent: made, its stall watched, written if durable."""
+        agent = self._restore(agent_id, plan, listener, durable)
         watch_stall(agent)
         if isinstance(agent, DurableAgentCore):
             agent.save()
@@ -316,9 +328,7 @@ class EngineCore(Runtime):
         durable: bool | None,
     ) -> AgentCore:
         stored = self._durable(durable, "load" if slot else "fork")
-        plan = read_snapshot(
-            document if graph is None else into_graph(document, graph, migrate), self._model_error
-        )
+        plan = self._plan(document, graph, migrate)
         now = self._absolute_now()
         keep_time_left(plan, now)
         descend(plan, slot, now)
@@ -327,11 +337,7 @@ class EngineCore(Runtime):
             if stored and isinstance(self.store, SharedStore):
                 self.store.claim(replace, adopt=True)  # this worker holds the id it reuses
         agent_id = self._next_agent_id(stored) if replace is None else replace
-        agent = self._restore(agent_id, plan, listener, stored)
-        watch_stall(agent)
-        if isinstance(agent, DurableAgentCore):
-            agent.save()
-        return agent
+        return self._come_back(agent_id, plan, listener, stored)
 
     def _absolute_now(self) -> float:
         return self.clock.now() + absolute_offset(self.clock)

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Three sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Six sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -12,9 +12,13 @@ the tools' words ("the north door looks old") to catch a model that matches word
 - **forge** (`data/forge_dev.json`, 31 lines, 6 tools, a smith): the development set of the
   six-tool work, tuned on;
 - **tavern** (`data/tavern_heldout.json`, 45 lines, 6 tools, an innkeeper): held out, written
-  first and frozen before any of that tuning. Its figures are the honest ones for six tools.
+  first and frozen before any of that tuning, but read while tuning since;
+- **quartermaster** (`data/quartermaster_sealed.json`, 50 lines, 6 tools, a ship's
+  quartermaster; sha256 c155131d8ec0471f09c548147862502d08b8cbb2cb71f5f35d3a4a549f52b0cb): held
+  out and sealed, written before the tuning it checks and never tuned on or read by whoever tunes.
+  Its figures are the honest ones for six tools.
 
-The two six-tool sets have enum, integer, boolean and free-text arguments, small talk of
+The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
 a line that follows a seeded exchange (the earlier line and the call it made), such as "And two
 more." after a served drink.
@@ -292,5 +296,6 @@ def load_set(path: Path) -> PromptSet:
 
 FORGE = load_set(_DATA / "forge_dev.json")
 TAVERN = load_set(_DATA / "tavern_heldout.json")
+QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json")
 
-SETS = {s.name: s for s in (GAME, SHOP, CRAFT, FORGE, TAVERN)}
+SETS = {s.name: s for s in (GAME, SHOP, CRAFT, FORGE, TAVERN, QUARTERMASTER)}

@@ -31,6 +31,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for_the_drop(remote: tl.RemoteEngine) -> None:
+    """Wait (5 s at most) until the client's loop has read the end of a connection that the
+    server closed."""
+    conn = remote._engine._conn
+
+    async def lost() -> None:
+        await conn.lost
+
+    remote._runner.block(lost(), "wait_for_the_drop", 5)
+
+
 def test_switching_is_one_line_and_the_agent_is_the_same_class(server: BackgroundServer) -> None:
     for engine in (tl.Engine(tl.MockModel("mock")), tl.connect(*server.address)):
         with engine:
@@ -118,6 +129,11 @@ def test_shutdown_ends_turns_then_refuses_with_2001_then_drops(server: Backgroun
         else:
             pytest.fail("no 2001 after the shutdown notice")
         closer.join(5)
+        assert not closer.is_alive(), "the server did not finish closing"
+        # The server has closed the connection, but the client learns it only when its loop
+        # reads the end of the stream: a call made before that is still refused 2001, rightly
+        # (it cannot know yet). Once the client has seen the drop, every call is 1002.
+        wait_for_the_drop(remote)
         with pytest.raises(tl.TurnloomError) as info:
             agent.cancel()
         assert info.value.code == Code.ConnectionDropped

@@ -3,7 +3,8 @@
 Each round creates ``--agents`` agents, drives them with random operations until ``--turns``
 turns have started, cancels what is still open and destroys the agents. A chaos task pokes
 random agents at the same time (cancel, change_params, get_params, a stray resume), so
-operations race each other, the pause timeouts (a few ms) and the model's streaming.
+operations race each other, the pause timeouts (a few ms) and the model's streaming. A
+player who talks over an NPC plays the turn the message starts, as the driver plays its own.
 
 Checked after every round, per agent (a failed check is a *violation*, printed and counted):
 
@@ -12,6 +13,7 @@ Checked after every round, per agent (a failed check is a *violation*, printed a
   policies, and the chaos task also talks over those that are not ``reject`` (queued,
   interrupting and merging messages), so turns are counted from the message events;
 * every operation either worked or was refused with a ``TurnloomError`` (anything else leaks);
+* every driver is done within ``ROUND_LIMIT_S`` (a turn that nobody can end would hold it);
 * after the round no task of the round is left, and no engine timer is still scheduled
   (embedded);
 * the RSS of the process that holds the engines (this one embedded; the ``serve --mock``
@@ -201,6 +203,18 @@ async def drive(
         await attempt(report, "wait_complete", agent.wait_complete())
 
 
+async def talk(agent: Any, text: str, rng: random.Random, report: RoundReport) -> None:
+    """A player talks over an NPC, then plays the turn the message starts as a driver plays
+    its own: nobody else would answer that turn's tool call, and a pause without a deadline
+    that nobody answers holds the agent's turn open, and every message queued behind it,
+    for ever."""
+    step = await attempt(report, "chaos_send", agent.send_message(text))
+    await play_pause(agent, step, rng, report)
+
+
+#: How long a round's drivers may take (the default round takes well under a minute).
+ROUND_LIMIT_S = 900.0
+
 #: The input policies the agents of a round get, at random; `reject` twice as often.
 POLICIES = ("reject", "reject", "enqueue", "interrupt", "merge")
 
@@ -223,7 +237,7 @@ async def chaos(
             text = rng.choice(MESSAGES)
             # Not awaited here: a queued message answers only once its own turn runs.
             sends.append(
-                asyncio.ensure_future(attempt(report, "chaos_send", agent.send_message(text)))
+                asyncio.ensure_future(talk(agent, text, random.Random(rng.random()), report))
             )
         elif roll < 0.3:
             await attempt(report, "chaos_cancel", agent.cancel())
@@ -254,12 +268,25 @@ async def run_round(
     budget = Budget(turns)
     sends: list[asyncio.Future[Any]] = []
     chaos_task = asyncio.create_task(chaos(agents, ledgers, rng, report, sends))
-    await asyncio.gather(
-        *(
-            drive(agent, ledger, random.Random(rng.random()), budget, report)
-            for agent, ledger in zip(agents, ledgers, strict=True)
+    drivers = [
+        asyncio.ensure_future(drive(agent, ledger, random.Random(rng.random()), budget, report))
+        for agent, ledger in zip(agents, ledgers, strict=True)
+    ]
+    # A turn that nobody can end would hold its driver for ever (and the chaos task with it):
+    # past the limit that is a violation, named, and the round goes on to its checks.
+    _, stuck = await asyncio.wait(drivers, timeout=ROUND_LIMIT_S)
+    if stuck:
+        names = [
+            f"agent {agent.agent_id} ({ledger.policy})"
+            for agent, ledger, driver in zip(agents, ledgers, drivers, strict=True)
+            if driver in stuck
+        ]
+        report.violations.append(
+            f"{len(stuck)} drivers still waiting after {ROUND_LIMIT_S:.0f} s: " + ", ".join(names)
         )
-    )
+        for driver in stuck:
+            driver.cancel()
+    await asyncio.gather(*drivers, return_exceptions=True)
     chaos_task.cancel()
     await asyncio.gather(chaos_task, return_exceptions=True)
     for agent in agents:  # the chaos task may have left turns open, and messages waiting

@@ -26,6 +26,8 @@ namespace Turnloom
         List<ToolResult> keptBatch;
         long pauseSerial, batchSerial;
         bool destroyed;
+        // The save slot whose agent took this one's place (LoadSlot), or null.
+        string replacedBy;
 
         internal TurnloomAgent(TurnloomClient client, long id, string resumeToken, InputPolicy inputPolicy = InputPolicy.Reject)
         {
@@ -244,6 +246,7 @@ namespace Turnloom
         internal void Replaced(string slot)
         {
             destroyed = true;
+            replacedBy = slot;
             var waitingSteps = new List<Waiter<Step>>(steps);
             waitingSteps.AddRange(queued);
             var waitingEnds = completions.ToArray();
@@ -302,6 +305,14 @@ namespace Turnloom
                     return;
                 }
                 onAccepted?.Invoke();
+                if (replacedBy != null)
+                {
+                    // A LoadSlot in this agent's place was answered first: the request went to
+                    // the slot's agent, whose face gets the step; this one would wait forever.
+                    waiter.Fail(new AgentAlreadyDestroyedException("agent " + Id + " was replaced by save slot '" + replacedBy
+                        + "' before its " + operation + " was answered; the agent in its place took it (wait on the agent LoadAsync gave)"));
+                    return;
+                }
                 (Wire.Bool(reply, "queued") ? queued : steps).Add(waiter);
             });
         }

@@ -1,5 +1,6 @@
 // Save slots against a real `serve --mock --store PATH`: SaveAsync, LoadAsync (new, or in place
-// of an agent, whose old face is then destroyed), ForkAsync (of an agent, of a slot),
+// of an agent, whose old face is then destroyed, with the steps it still waits for),
+// ForkAsync (of an agent, of a slot),
 // ListSlotsAsync and DeleteSlotAsync, their callback forms, and their refusals.
 using System.Collections.Generic;
 using NUnit.Framework;
@@ -109,6 +110,23 @@ namespace Turnloom.Tests
             Assert.IsTrue(Await(replaced.SendMessageAsync("Sell me a shield.")).IsPaused);
             Assert.AreEqual(1, oldEnds.Count, "the new agent's events are not the old face's");
             Assert.AreEqual("You said: Sell me a shield.", Await(replaced.ResumeAsync()).Result.Text);
+        }
+
+        [Test]
+        public void AStepAskedOfTheOldFaceDuringALoadInPlaceFailsInsteadOfHanging()
+        {
+            var agent = Create(Graphs.Shop());
+            Await(agent.SaveAsync("fresh"));
+            // Sent before the load's answer: the server starts the turn on the slot's agent,
+            // and the old face is retired when the load is answered, before the send's Ack.
+            var loading = Client.LoadAsync("fresh", agent.Id);
+            var sent = agent.SendMessageAsync("Hello.");
+            var replaced = Await(loading);
+            var error = Fails<AgentAlreadyDestroyedException>(sent);
+            StringAssert.Contains("replaced by save slot 'fresh'", error.Reason);
+            var at = Await(replaced.WaitAsync());
+            Assert.IsTrue(at.IsPaused, "the message started the slot's agent's turn");
+            Assert.AreEqual("You said: Hello.", Await(replaced.ResumeAsync()).Result.Text);
         }
 
         [Test]

@@ -1,6 +1,8 @@
 // Stand-ins for the few UnityEngine types the components and the sample use, with Unity's
 // signatures, so `make csharp` can check that those files compile with UNITY_5_3_OR_NEWER
-// defined. Never shipped: Unity compiles the components against the real UnityEngine.
+// defined, and run the components' tests (Tests/Unity/) without Unity: the events call their
+// listeners, everything else does nothing. Never shipped: Unity compiles the components
+// against the real UnityEngine.
 using System;
 
 namespace UnityEngine
@@ -59,25 +61,38 @@ namespace UnityEngine
 
 namespace UnityEngine.Events
 {
+    using System.Collections.Generic;
+
     public delegate void UnityAction();
     public delegate void UnityAction<T0>(T0 arg0);
     public delegate void UnityAction<T0, T1>(T0 arg0, T1 arg1);
 
+    // The listeners are kept and called in the order they were added, as Unity's are, so the
+    // tests of the components can listen to them.
     public class UnityEvent
     {
-        public void AddListener(UnityAction call) { }
-        public void Invoke() { }
+        readonly List<UnityAction> calls = new List<UnityAction>();
+        public void AddListener(UnityAction call) => calls.Add(call);
+        public void RemoveListener(UnityAction call) => calls.Remove(call);
+        public void RemoveAllListeners() => calls.Clear();
+        public void Invoke() { foreach (var call in calls.ToArray()) call(); }
     }
 
     public class UnityEvent<T0>
     {
-        public void AddListener(UnityAction<T0> call) { }
-        public void Invoke(T0 arg0) { }
+        readonly List<UnityAction<T0>> calls = new List<UnityAction<T0>>();
+        public void AddListener(UnityAction<T0> call) => calls.Add(call);
+        public void RemoveListener(UnityAction<T0> call) => calls.Remove(call);
+        public void RemoveAllListeners() => calls.Clear();
+        public void Invoke(T0 arg0) { foreach (var call in calls.ToArray()) call(arg0); }
     }
 
     public class UnityEvent<T0, T1>
     {
-        public void AddListener(UnityAction<T0, T1> call) { }
-        public void Invoke(T0 arg0, T1 arg1) { }
+        readonly List<UnityAction<T0, T1>> calls = new List<UnityAction<T0, T1>>();
+        public void AddListener(UnityAction<T0, T1> call) => calls.Add(call);
+        public void RemoveListener(UnityAction<T0, T1> call) => calls.Remove(call);
+        public void RemoveAllListeners() => calls.Clear();
+        public void Invoke(T0 arg0, T1 arg1) { foreach (var call in calls.ToArray()) call(arg0, arg1); }
     }
 }

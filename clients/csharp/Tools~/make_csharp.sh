@@ -71,6 +71,11 @@ compile() {
     -recurse:"$here/Runtime/*.cs" "$here/Tools~/UnityStandIns.cs" "$here/Samples~/Shopkeeper/Shopkeeper.cs"
   mcs "${common[@]}" -target:library -out:"$build/Turnloom.Tests.dll" -r:"$build/Turnloom.Runtime.dll" \
     -r:System.Core.dll -r:"$framework" -recurse:"$here/Tests/*.cs"
+  # The components' tests (Tests/Unity/), run against the stand-ins: the same runtime as above,
+  # with the components, from Turnloom.UnityCheck.dll.
+  mcs "${common[@]}" -target:library -define:UNITY_5_3_OR_NEWER -define:TURNLOOM_UNITY_STANDINS \
+    -out:"$build/Turnloom.UnityTests.dll" -r:"$build/Turnloom.UnityCheck.dll" -r:System.Core.dll \
+    -r:"$framework" "$here/Tests/Support.cs" -recurse:"$here/Tests/Unity/*.cs"
   cp "$framework" "$build/"
   # The programs of the cross-client transcript test and of bench/csharp_bench.py.
   mcs "${common[@]}" -target:exe -out:"$build/Story.exe" -r:"$build/Turnloom.Runtime.dll" "$here/Tools~/Story.cs"

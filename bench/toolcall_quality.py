@@ -180,8 +180,9 @@ def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, gram
             calls = [
                 (c["tool_name"], c["arguments"]) for c in node["diagnostics"]["detected_calls"]
             ]
-            margin = node["diagnostics"].get("score", {}).get("margin")
-            print(f"  {label:<18} {cls:<16} {case.line!r} -> {calls} margin={margin}")
+            score = node["diagnostics"].get("score", {})
+            print(f"  {label:<18} {cls:<16} {case.line!r} -> {calls} "
+                  f"request={score.get('request')} margin={score.get('margin')}")  # fmt: skip
     return result
 
 

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Six sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Eight sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -11,6 +11,9 @@ the tools' words ("the north door looks old") to catch a model that matches word
   tuning it checks and never tuned on;
 - **forge** (`data/forge_dev.json`, 31 lines, 6 tools, a smith): the development set of the
   six-tool work, tuned on;
+- **farm** and **archive** (`data/farm_dev.json`, 45 lines; `data/archive_dev.json`, 43 lines;
+  6 tools each, a farmer and an archivist): more development sets of the six-tool work, written
+  with the request/talk step of the decision and tuned on;
 - **tavern** (`data/tavern_heldout.json`, 45 lines, 6 tools, an innkeeper): held out, written
   first and frozen before any of that tuning, but read while tuning since;
 - **quartermaster** (`data/quartermaster_sealed.json`, 50 lines, 6 tools, a ship's
@@ -295,7 +298,9 @@ def load_set(path: Path) -> PromptSet:
 
 
 FORGE = load_set(_DATA / "forge_dev.json")
+FARM = load_set(_DATA / "farm_dev.json")
+ARCHIVE = load_set(_DATA / "archive_dev.json")
 TAVERN = load_set(_DATA / "tavern_heldout.json")
 QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json")
 
-SETS = {s.name: s for s in (GAME, SHOP, CRAFT, FORGE, TAVERN, QUARTERMASTER)}
+SETS = {s.name: s for s in (GAME, SHOP, CRAFT, FORGE, FARM, ARCHIVE, TAVERN, QUARTERMASTER)}

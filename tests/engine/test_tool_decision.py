@@ -1,10 +1,12 @@
 """The ToolCall node's `decision` option: `score` on a backend that scores (a scripted scorer
-over the mock), its fall-back to `generate` where the backend cannot, and the candidate
-values it chooses among. The real model's scoring is in test_tool_decision_llama.py."""
+over the mock), its fall-back to `generate` where the backend cannot, its steps (a request or
+talk, which tool, the arguments) and the candidate values it chooses among. The real model's
+scoring is in test_tool_decision_llama.py."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,8 +14,12 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
+from turnloom.engine.turns.nodes import score_arguments as sa
+from turnloom.engine.turns.nodes import score_calibration as sc
 from turnloom.engine.turns.nodes import score_decision as td
+from turnloom.engine.turns.nodes import score_request as sr
 from turnloom.engine.turns.nodes import score_values as sv
+from turnloom.engine.turns.nodes import score_words as sw
 
 D = tl.ToolCallDisposition
 
@@ -33,10 +39,17 @@ MOVE = tl.ToolDefinition(
 TOOLS = [SET_LIGHT, GIVE, MOVE]
 
 
+#: Words that make the scripted scorer hear talk rather than a request.
+SOCIAL = {"thanks", "thank", "hello", "hi", "goodbye", "bye", "farewell", "nice", "lovely", "good",
+          "great", "cheers", "wonderful", "weather", "love", "uncle"}  # fmt: skip
+
+
 class ScoringMock(tl.MockModel):
     """A mock that scores: each choice by how many of its words (tool label or value, without
     the call's punctuation) the prompt's last player line has ("talk" half a point on a line
-    of words), plus a small bias that calibration must cancel. Records what it scored."""
+    of words), plus a small bias that calibration must cancel; and " request" over " talk" by
+    +1 for a line without social words that is no question (or asks "could you"), else -1.
+    Records what it scored."""
 
     def __init__(self, *args: Any, decision: str = "score", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -53,7 +66,13 @@ class ScoringMock(tl.MockModel):
         self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
     ) -> list[float]:
         self.scored.append((prompt, list(choices), greedy))
-        said = prompt.rsplit("Player: ", 1)[1].split("\n", 1)[0].lower().split()
+        line = prompt.rsplit("Player: ", 1)[1].split("\n", 1)[0].lower()
+        said = line.split()
+        if list(choices) == [" request\n", " talk\n"]:
+            polite = said[:1] in (["could"], ["can"], ["would"])
+            talk = bool(SOCIAL & {w.strip(",.!?") for w in said})
+            asks = not talk and (not line.endswith("?") or polite)
+            return [1.0 if asks else -1.0, 0.0]
         scores = []
         for i, choice in enumerate(choices):
             words = choice.strip().rstrip(",)").strip('"').lower().split()
@@ -71,7 +90,7 @@ def hermes(tool: str, **arguments: Any) -> str:
 
 def node(disposition: D = D.Notify, **more: Any) -> tl.ToolCallParams:
     return tl.ToolCallParams(
-        tools=TOOLS,
+        tools=more.pop("tools", TOOLS),
         disposition=disposition,
         mode=more.pop("mode", tl.ToolCallMode.DetectOnly),
         tool_called_exit="answer",
@@ -126,21 +145,26 @@ def test_score_is_the_default_where_the_model_says_so_and_decides_no_call() -> N
     assert out["diagnostics"]["decision"] == "score"
     assert out["diagnostics"]["exit"] == "no_tool_called"
     assert out["calls"] == []
-    # The tools' labels are spelled as words, the no-tool option last; a string value is
-    # followed greedily, the decision and the enum are scored in full.
+    # Talk is known as talk before any tool is asked about.
+    assert {tuple(choices) for _, choices, _ in scorer.scored} == {(" request\n", " talk\n")}
+    run(scorer, node(), "please move east")
+    # The tools' labels are spelled as words, the no-tool option last; the decision and the
+    # enum are scored in full.
     choices = [choices for _, choices, _ in scorer.scored]
     assert [" set light\n", " give item\n", " move\n", " talk\n"] in choices
     assert all(not greedy for _, _, greedy in scorer.scored)
 
 
-def test_calibration_runs_once_per_tool_set() -> None:
+def test_calibration_runs_once_per_tool_set_and_boundaries_once_per_backend() -> None:
     scorer = ScoringMock("mock", script=["unused"])
     params = tl.ToolCallParams(tools=[GET_LAMP], mode=tl.ToolCallMode.DetectOnly)
     run(scorer, params, "lamp please")
     first = len(scorer.scored)
     run(scorer, params, "lamp again")
-    assert first == len(td._CONTENT_FREE) + 1
-    assert len(scorer.scored) == first + 1  # the content-free scores were cached
+    boundaries = len(sr.CALIBRATION) + len(sr.CALIBRATION_AFTER_CALL)
+    # The boundaries' lines, the line's request, the content-free lines, the line's tool.
+    assert first == boundaries + 1 + len(sc._CONTENT_FREE) + 1
+    assert len(scorer.scored) == first + 2  # boundaries and content-free scores were cached
 
 
 GET_LAMP = tl.ToolDefinition(name="get_lamp", description="Fetch the lamp.")
@@ -276,8 +300,9 @@ def test_diagnostics_say_how_close_the_decision_was() -> None:
     score = run(scorer, node(), "please move east")["diagnostics"]["score"]
     assert score["tool"] == "move" and score["margin"] > 0
     assert score["arguments"]["direction"] > 0  # east over the runner-up, calibrated
+    assert score["request"] > 0  # "please move east" asks for something
     talk = run(scorer, node(), "What a nice evening")["diagnostics"]["score"]
-    assert "tool" not in talk and talk["margin"] > 0
+    assert talk["request"] < 0 and "tool" not in talk and "margin" not in talk
 
 
 def test_the_decision_reads_the_recent_dialog_and_earlier_values() -> None:
@@ -299,25 +324,119 @@ def test_the_decision_reads_the_recent_dialog_and_earlier_values() -> None:
     (call,) = calls
     assert call.tool_name == "give_item" and call.arguments["count"] == 2
     prompt, _, _ = scorer.scored[-1]
+    # The arguments' prompt: the examples, the dialog's calls of the tool written as they
+    # are (its talk left out), the line and the call so far.
     recent = (
-        "Player: Give me 3 apples\nAction: give item\n"
-        'Call: give_item(item="apples", count=3)\nPlayer: Lovely weather.\nAction: talk\n'
-        "Player: give two more\n"
+        'Player: Give me 3 apples\nCall: give_item(item="apples", count=3)\n'
+        "Player: give two more\nCall: give_item("
     )
-    assert recent in prompt
+    assert prompt.startswith(sa.EXAMPLES) and recent in prompt
     # The value an earlier call gave is among the item's candidates ("more" is filler).
     item_choices = next(c for p, c, g in scorer.scored if g and p.endswith('item="'))
     assert '"apples", ' not in item_choices and 'apples", ' in item_choices
-    assert td._recent_dialog([], TOOLS, td._labels(TOOLS)) == ""
+    assert sa.recent_calls([], GIVE) == ""
 
 
 def test_a_message_is_the_clause_after_its_verb_not_the_recipient() -> None:
     text = tl.ToolParamDefinition("text", "string", "What the letter says.")
-    fill = td._Fill("", "", ")", "Write to my sister that I arrived safely.",
+    fill = sa._Fill("", "", ")", "Write to my sister that I arrived safely.",
                     frozenset({"write"}), False, taken=frozenset({"sister"}))  # fmt: skip
-    values = td._string_values(fill, text)
+    values = sa._string_values(fill, text)
     assert values[0] == "I arrived safely"
     assert not [v for v in values if "sister" in v]
     door = tl.ToolParamDefinition("door", "string", "Which door.")
-    long = td._Fill("", "", ")", "Open the big old heavy iron door", frozenset({"open"}), False)
-    assert max(len(v.split()) for v in td._string_values(long, door)) == 4  # a name is short
+    long = sa._Fill("", "", ")", "Open the big old heavy iron door", frozenset({"open"}), False)
+    assert max(len(v.split()) for v in sa._string_values(long, door)) == 4  # a name is short
+
+
+CHECK_STOCK = tl.ToolDefinition(
+    name="check_stock",
+    description="Look up how many of an item the shop has.",
+    parameters=[tl.ToolParamDefinition("item", "string", "The item.")],
+)
+SET_LAMP = tl.ToolDefinition(
+    name="set_lamp",
+    description="Light or put out the lamp.",
+    parameters=[tl.ToolParamDefinition("lit", "boolean", "true to light it, false to put it out.")],
+)
+
+
+def test_talk_calls_nothing_whatever_tools_it_names() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    for line in ("Thanks for the lovely light", "Goodbye, give my love to the apples"):
+        out = run(scorer, node(), line)
+        assert out["calls"] == [] and out["diagnostics"]["score"]["request"] < 0
+
+
+def test_a_question_calls_only_a_tool_that_looks_something_up() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    params = node(tools=[CHECK_STOCK, MOVE])
+    (call,) = run(scorer, params, "any swords in stock?")["calls"]
+    assert (call.tool_name, call.arguments) == ("check_stock", {"item": "swords"})
+    # Moving answers no question, whatever the question names.
+    assert run(scorer, params, "is the move north long?")["calls"] == []
+    assert [td._looks_up(t) for t in (CHECK_STOCK, MOVE, GIVE)] == [True, False, False]
+
+
+def test_each_kind_of_line_has_its_own_boundary() -> None:
+    assert sr._kind("Any rope in stock?", after_call=True) == "question"
+    assert sr._kind("Any rope in stock.", after_call=False) == "statement"
+    assert sr._kind("And two more.", after_call=True) == "after call"
+    kinds = {sr._kind(line, False) for line, _ in sr.CALIBRATION}
+    assert kinds == {"question", "statement"}  # both measured on lines of their own
+    for lines in (sr.CALIBRATION, sr.CALIBRATION_AFTER_CALL):
+        assert {asks for _, asks in lines} == {True, False}
+    # The examples of the prompt are not among the lines that measure its boundaries.
+    assert not {line for line, _ in sr.EXAMPLES} & {line for line, _ in sr.CALIBRATION}
+
+
+def test_a_request_right_after_a_call_follows_it_up() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    earlier = [
+        {"role": "user", "content": "Give me 3 apples"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+         "function": {"name": "give_item", "arguments": {"item": "apples", "count": 3}}}]},
+        {"role": "tool", "tool_call_id": "c0", "name": "give_item", "content": "ok"},
+    ]  # fmt: skip
+    graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
+    with tl.Engine(scorer) as engine:
+        calls: list[tl.ToolCallEvent] = []
+        for line in ("And two more.", "Thanks, great."):
+            agent = engine.create_agent(graph, dialog=earlier)
+            agent.set_on_tool_call_event(calls.append)
+            agent.send_message(line)
+    # "And two more." names no tool: the last call's, with the earlier item; thanks: nothing.
+    assert [(c.tool_name, c.arguments) for c in calls] == [
+        ("give_item", {"item": "apples", "count": 2})
+    ]
+
+
+def test_words_the_line_shares_with_a_tool_count_by_stem_and_rarity() -> None:
+    horse = tl.ToolDefinition("hire_horse", "Hire out a horse from the stable.")
+    forge = tl.ToolDefinition(
+        "forge_item",
+        "Forge metal goods.",
+        [tl.ToolParamDefinition("item", "string", "What.", enum=["horseshoe", "nails"])],
+    )
+    both = tl.ToolDefinition("hire_smith", "Hire the smith.")
+    weights = sw.shared_words([horse, forge, both], "I need four horseshoes for my mare.")
+    assert weights[0] == 0 and weights[1] > 0 and weights[2] == 0  # "horseshoes" = horseshoe
+    # "out" says nothing ("hire out"); a word two tools share weighs less than one only has.
+    assert sw.shared_words([horse, forge], "Hammer out a dozen nails") == [
+        0.0,
+        pytest.approx(math.log(3)),
+    ]
+    rare = sw.shared_words([horse, both, forge], "hire a horse")
+    assert rare[0] > rare[1] > 0 and rare[2] == 0
+
+
+def test_a_boolean_reads_the_words_of_its_values_description() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    params = node(tools=[SET_LAMP])
+    for line, lit in (("please put out the lamp", False), ("light the lamp", True)):
+        (call,) = run(scorer, params, line)["calls"]
+        assert call.arguments == {"lit": lit}
+    assert sa._phrases("true to light it, false to put it out.") == ("light it", "put it out")
+    assert sa._phrases("true if it cannot wait.") == ("it cannot wait", "")
+    assert sa._phrases("Whether it is lit.") == ("", "")
+    assert sw.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here

@@ -58,6 +58,21 @@ def test_scores_are_log_probabilities_where_choices_part(model: tl.LlamaModel) -
     assert [math.isinf(s) for i, s in enumerate(greedy) if i != best] == [True, True]
 
 
+def test_each_header_keeps_its_own_cached_prompt(model: tl.LlamaModel) -> None:
+    from turnloom.engine.inference.llama.scoring import scoring_key
+
+    tools = "Player: Open the north door.\nAction:"
+    kinds = "Player: Good morning!\nKind: talk\nPlayer: Open the north door.\nKind:"
+    assert scoring_key(tools) != scoring_key(kinds)
+    first = asyncio.run(model.score_choices(tools, [" open door\n", " talk\n"]))
+    asyncio.run(model.score_choices(kinds, [" request\n", " talk\n"]))
+    prompts = model._instances[0].prompts
+    # Asking the other header kept the first one's cells aside, and they come back.
+    assert prompts.current == scoring_key(kinds) and scoring_key(tools) in prompts.agents()
+    again = asyncio.run(model.score_choices(tools, [" open door\n", " talk\n"]))
+    assert again == pytest.approx(first, abs=0.1)
+
+
 def test_generation_after_scoring_is_unchanged(model: tl.LlamaModel) -> None:
     graph = (
         tl.GraphDescription()
@@ -110,7 +125,7 @@ def test_a_toolcall_node_decides_by_score_by_default(
 def test_the_scorer_keeps_its_own_cached_prompt_while_agents_generate(
     model: tl.LlamaModel,
 ) -> None:
-    from turnloom.engine.inference.llama.scoring import SCORING_AGENT
+    from turnloom.engine.inference.llama.scoring import scoring_key
 
     graph = (
         tl.GraphDescription()
@@ -124,8 +139,9 @@ def test_the_scorer_keeps_its_own_cached_prompt_while_agents_generate(
         engine.create_agent(graph).send_message("Tell me about the castle.")
     # The agent's generation did not overwrite the scorer's prompt (it is still the instance's,
     # or kept aside), and the next scoring, whichever agent asks, finds it again.
-    prompts = model._instances[0].prompts
-    assert prompts.current == SCORING_AGENT or SCORING_AGENT in prompts.agents()
+    prompts, key = model._instances[0].prompts, scoring_key(prompt)
+    assert key < 0  # no agent's id
+    assert prompts.current == key or key in prompts.agents()
     again = asyncio.run(model.score_choices(prompt, choices, agent_id=8))
     # Equal but for a few hundredths of a nat, which depend on how much was cached before.
     assert again == pytest.approx(first, abs=0.1)

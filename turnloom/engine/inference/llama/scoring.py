@@ -9,12 +9,14 @@ costs about as much as the rest of the model's step. Tokens on an unbranched str
 along with the next branching's decode and count as certain: the choice is among the given
 texts, not over all text.
 
-Scoring runs as an agent of its own on each instance (`SCORING_AGENT`), whichever agent asks:
-the `score` decision's prompts start with a few-shot header that depends on the node's tools
-only, so that header stays in the scorer's cached prompt (kept in host memory while agents
-generate, as theirs is: `kept`), and a decision reads only what follows it. A fresh NPC's first
-decision then costs its line and choices, not the whole header; and six tools cost about what
-three do, although their header is twice as long.
+Scoring runs as agents of its own on each instance (`SCORING_AGENT` and the keys below it),
+whichever agent asks: the `score` decision's prompts start with a few-shot header that depends
+on the node's tools only (or, for whether a line is a request at all, on nothing), so each
+header stays in a cached prompt of its own, keyed by the prompt's first characters (kept in
+host memory while agents generate, as theirs is: `kept`), and a decision reads only what
+follows it. A fresh NPC's first decision then costs its line and choices, not the whole
+header; six tools cost about what three do, although their header is twice as long; and a
+decision that asks two prompts in turn does not re-read either header.
 
 llama.cpp's results depend, in their last bits, on how much of a prompt was cached: a near tie
 between two values (a few hundredths of a nat) can go either way depending on what was scored
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,10 +38,15 @@ from .native import Instance
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-__all__ = ["SCORING_AGENT", "LikelihoodScoring", "choice_logprobs"]
+__all__ = ["SCORING_AGENT", "LikelihoodScoring", "choice_logprobs", "scoring_key"]
 
-#: The key the scorer's cached prompt is kept under on each instance (no agent has it).
+#: The first key the scorer's cached prompts are kept under on each instance (no agent has
+#: it); the others count down from it.
 SCORING_AGENT = -1
+#: How many cached prompts the scorer may keep per instance (a few per tool set in use), and
+#: how much of a prompt tells them apart: more than any header's first example.
+_SCORING_KEYS = 1024
+_KEYED_CHARS = 256
 
 
 class LikelihoodScoring:
@@ -65,9 +73,14 @@ class LikelihoodScoring:
         return await asyncio.wrap_future(future)
 
 
+def scoring_key(prompt: str) -> int:
+    """The key the scorer keeps `prompt`'s cached prompt under: one per header in use."""
+    return SCORING_AGENT - zlib.crc32(prompt[:_KEYED_CHARS].encode("utf-8")) % _SCORING_KEYS
+
+
 def _score_on_worker(inst: Instance, prompt: str, choices: list[str], greedy: bool) -> list[float]:
     """`choice_logprobs` in the scorer's cached prompt (module docstring)."""
-    llm = inst.serve(SCORING_AGENT)
+    llm = inst.serve(scoring_key(prompt))
     # special=False: the prompt holds the player's words, which must not become control tokens.
     prefix = list(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False))
     tails = []

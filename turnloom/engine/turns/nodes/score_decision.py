@@ -3,72 +3,45 @@
 A model too small to write a good call (the embedded Gemma 3 270M calls a tool for "Hello
 there!" when the grammar makes it, and never when it does not) still ranks texts sensibly. So
 instead of generating, this asks the backend how likely each option is to follow a short
-few-shot prompt (`ModelBackend.score_choices`):
+few-shot prompt (`ModelBackend.score_choices`), in three steps:
 
-1. **Which tool.** The options are the tools' names spelled as words ("open door") and
+1. **A request, or talk?** (`score_request`): whether the line asks for something at all,
+   whatever it mentions: "Thanks for the ale" and "Farewell, and good luck" are talk. Talk
+   calls nothing, except that a question may call a tool that looks something up (one whose
+   description starts "Look up", "Check", "Find"...: "Any rope in stock?").
+2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
-   with plain talk around; all of it twice, the tools in their order and then reversed. Raw
-   likelihoods mostly measure the model's taste for a label, so they are calibrated against
-   content-free lines ("N/A", "", "[MASK]": Zhao et al., *Calibrate Before Use*, 2021): each
-   option's probability is divided by its average probability on those, computed once per
-   backend and tool set and cached.
-2. **Its arguments**, one by one in a `name(arg=value, ...)` call the prompt continues:
-   strings are spans of the player's line (one to four words, not across punctuation, not
-   starting with the line's first word, not starting or ending with a filler word or a word
-   of the action's label, nor holding a number when the tool has a numeric argument),
-   followed greedily along the model's likeliest tokens;
-   booleans and enums (a string with an `enum`, or whose description lists its values as
-   ``one of: a, b, c``)
-   are scored and calibrated like the tools; integers and numbers are chosen among those the
-   line spells (digits, number words, "a dozen"; for a count of days, "a week" or "two
-   weeks"), else the value an earlier call gave, else 1. A message or an errand (a string
-   whose name or description says so) is a longer span, the clause after "that" or
-   "saying" first, and never the words another argument of the call took; what a number
-   counts comes right after it ("three bandages"); a string may also keep an earlier call's
-   value. A count the line does not say at all (no number, no "a") is listed as unread
-   (`ScoreDecision.unread`, the call event's `unread_arguments`).
+   with plain talk around; all of it twice, the tools in their order and then reversed. The
+   likelihoods are calibrated (`score_calibration`), and each tool gains from the words the
+   line shares with its declaration (`score_words`): players name what they want. A request
+   adds its margin to the tools' side against talk. The tool is chosen on the line alone:
+   after a dialog the model leans to the last call shown.
+3. **Its arguments** (`score_arguments`), one by one, after the recent calls of the dialog.
 
-The arguments are scored after the recent dialog (the last `DIALOG_TURNS` exchanges within
-`DIALOG_CHARS`, each line with the call it made, as the examples are written), calibrated
-after it too; the tool is chosen on the line alone. How close each choice was (its margin
-over the runner-up, in nats) is in `ScoreDecision.diagnostics`, the node's diagnostics
-``score``. The outcome is what the parser would have returned (`ParseOutcome`), so
+How close each choice was (its margin in nats) is in `ScoreDecision.diagnostics`, the node's
+diagnostics ``score``. The outcome is what the parser would have returned (`ParseOutcome`), so
 everything after it (events, call ids, dispositions, pauses) is the ToolCall node's one
-shared path. The values an argument is chosen among are listed by `score_values`; this module
-is longer than 400 lines because the tool and every argument type are scored through one
-prompt, one calibration cache and one record of the call so far, which split apart would
-have to be passed around whole.
+shared path.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...graph.params import ToolDefinition, ToolParamDefinition
+from ...graph.params import ToolDefinition
 from ...inference.base import ModelBackend
 from ...tools.parsing import ParsedCall, ParseOutcome
 from ..dialog.projection import Interaction
-from .score_values import (
-    FILLER,
-    SENTENCE_WORDS,
-    WORD,
-    after_numbers,
-    clauses,
-    earlier_values,
-    enum_values,
-    is_count,
-    numbers,
-    spans,
-)
+from .score_arguments import fill_arguments
+from .score_calibration import best, calibrated_scores, one_line
+from .score_request import request_margin
+from .score_values import FILLER, WORD, enum_values
+from .score_words import WORDS_WEIGHT, shared_words
 
 __all__ = [
     "DECISIONS",
@@ -85,8 +58,6 @@ DECISIONS = ("", "generate", "score")
 
 #: Types the score decision can fill; a tool with another (array, object) makes it generate.
 _SCORABLE_TYPES = frozenset({"string", "boolean", "integer", "number"})
-#: "Calibrate before use": lines that carry no content, whose scores show the model's bias.
-_CONTENT_FREE = ("N/A", "", "[MASK]")
 _NO_TOOL_EXAMPLES = ("Hello there, how are you?", "Tell me about this town.", "What a nice day.")
 #: Remarks that mention a tool's object without asking for anything. Statements, not
 #: questions: a tool that looks something up is asked for by a question ("Do you sell swords?").
@@ -97,15 +68,8 @@ _REMARKS = (
     "I dreamt about a {} last night.",
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-#: Per backend (each model has its own biases), the content-free scores of the latest prompts.
-_CALIBRATIONS: weakref.WeakKeyDictionary[ModelBackend, OrderedDict[str, list[float]]] = (
-    weakref.WeakKeyDictionary()
-)
-_CALIBRATIONS_KEPT = 256
-_CALIBRATIONS_LOCK = threading.Lock()  # engines on several threads may share a backend
-#: How much of the dialog the decision reads: the last few exchanges, within a budget.
-DIALOG_TURNS = 3
-DIALOG_CHARS = 600
+#: A tool whose description starts with one of these finds something out: a question calls it.
+_LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "read", "inspect"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,81 +120,51 @@ async def decide_by_score(
 ) -> ScoreDecision:
     """The call (or no call) `line` asks for among `tools`, after `dialog`, as a parse of
     generated text, with its margins."""
-    labels = _labels(tools)
-    header = _header(tools, labels)
-    recent = _recent_dialog(dialog, tools, labels)
-    choices = [f" {label}\n" for label in labels]
-    # The tool is chosen on the line alone: after a dialog, even calibrated after it, the
-    # model leans to the last call shown ("Thank you, goodbye!" checked the stock again).
-    chosen, margin = await _calibrated_choice(backend, header, "\nAction:", choices, line, agent_id)
-    diagnostics: dict[str, Any] = {"margin": round(margin, 3)}
-    if chosen == len(tools):
-        return ScoreDecision(ParseOutcome((), "", ()), diagnostics)
+    no_call = ParseOutcome((), "", ())
+    last_call = _last_call(dialog[-1]) if dialog else None
+    asks = await request_margin(backend, line, agent_id, after_call=last_call is not None)
+    diagnostics: dict[str, Any] = {"request": round(asks, 3)}
+    lookups = {i for i, tool in enumerate(tools) if _looks_up(tool)} if asks <= 0 else set()
+    if asks <= 0 and not (lookups and line.rstrip().endswith("?")):
+        return ScoreDecision(no_call, diagnostics)
+    named = shared_words(tools, line)
+    names = [tool.name for tool in tools]
+    if asks > 0 and last_call in names and not any(named):
+        # A request right after a call that names no tool follows that call up ("And four
+        # more.", "Now put it out again."): the same tool, its arguments read anew.
+        chosen, lead = names.index(last_call), asks
+    else:
+        labels = _labels(tools)
+        choices = [f" {label}\n" for label in labels]
+        scores = await calibrated_scores(
+            backend, _header(tools, labels), "\nAction:", choices, line, agent_id
+        )
+        scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, [*named, 0.0], strict=True)]
+        chosen, _ = best(scores[:-1])
+        # How much likelier the tool is than talk, with what the line's request adds to it:
+        # a clear request still calls when the tools' prompt leans a little to talk.
+        lead = scores[chosen] - scores[-1] + max(asks, 0.0)
+    diagnostics["margin"] = round(lead, 3)
+    if lead <= 0 or (asks <= 0 and chosen not in lookups):
+        return ScoreDecision(no_call, diagnostics)
     tool = tools[chosen]
     diagnostics["tool"] = tool.name
-    earlier = earlier_values(tool, dialog, DIALOG_TURNS)
-    arguments: dict[str, object] = {}
-    margins: dict[str, float] = {}
-    unread: list[str] = []
-    taken: set[str] = set()
-    call_text = f"\nAction: {labels[chosen]}\nCall: {tool.name}("
-    # Words that name the action are not its arguments ("open" in "open the iron gate"), and a
-    # number goes to a numeric argument rather than into a string.
-    numeric = any(p.type in ("integer", "number") for p in tool.parameters)
-    action_words = {w.lower() for w in WORD.findall(labels[chosen])}
-    # Nor are the arguments' own names ("gold" is not the item of "12 gold for a dagger").
-    names = [w.lower() for p in tool.parameters for w in WORD.findall(_CAMEL.sub(" ", p.name))]
-    argument_words = {form for w in names for form in (w, w + "s", *w.split("_"))}
-    for i, param in enumerate(tool.parameters):
-        end = ", " if i + 1 < len(tool.parameters) else ")"
-        avoid = action_words | argument_words
-        fill = _Fill(
-            header, call_text, end, line, frozenset(avoid), numeric, recent,
-            tuple(earlier.get(param.name, ())), frozenset(taken),
-        )  # fmt: skip
-        value, read = await _fill(backend, fill, param, agent_id)
-        if isinstance(value, str) and not enum_values(param):
-            taken |= {w.lower() for w in WORD.findall(value)}
-        arguments[param.name] = value
-        if read is None:
-            unread.append(param.name)
-        elif not math.isnan(read):
-            margins[param.name] = round(read, 3)
-        call_text += f"{param.name}={json.dumps(value)}{end}"
-    diagnostics["arguments"] = margins
-    raw = json.dumps({"name": tool.name, "arguments": arguments})
-    outcome = ParseOutcome((ParsedCall(tool.name, arguments, raw),), "", ())
-    return ScoreDecision(outcome, diagnostics, tuple(unread))
+    filled = await fill_arguments(backend, tool, line, dialog, agent_id)
+    diagnostics["arguments"] = filled.margins
+    raw = json.dumps({"name": tool.name, "arguments": filled.values})
+    outcome = ParseOutcome((ParsedCall(tool.name, filled.values, raw),), "", ())
+    return ScoreDecision(outcome, diagnostics, filled.unread)
 
 
-def _recent_dialog(
-    dialog: Sequence[Interaction], tools: Sequence[ToolDefinition], labels: list[str]
-) -> str:
-    """The last exchanges, as the prompt writes its own: each line, the action it took and the
-    call it made (or "talk"), oldest first, within `DIALOG_TURNS` and `DIALOG_CHARS`."""
-    label_of = {tool.name: label for tool, label in zip(tools, labels, strict=False)}
-    parts: list[str] = []
-    used = 0
-    for past in reversed(dialog[-DIALOG_TURNS:]):
-        text = f"Player: {_one_line(past.user_message)}\n"
-        acted = False
-        for message in past.messages:
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                label = label_of.get(str(function.get("name")))
-                if label is None:
-                    continue
-                acted = True
-                given = function.get("arguments") or {}
-                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in given.items())
-                text += f"Action: {label}\nCall: {function['name']}({shown})\n"
-        if not acted:
-            text += f"Action: {labels[-1]}\n"
-        if used + len(text) > DIALOG_CHARS:
-            break
-        parts.append(text)
-        used += len(text)
-    return "".join(reversed(parts))
+def _last_call(past: Interaction) -> str | None:
+    """The name of the last tool `past` called, or None."""
+    calls = [call for m in past.messages for call in m.get("tool_calls") or ()]
+    return str((calls[-1].get("function") or {}).get("name")) if calls else None
+
+
+def _looks_up(tool: ToolDefinition) -> bool:
+    first = WORD.findall(tool.description.lower())[:1]
+    return bool(first) and first[0] in _LOOKUP_VERBS
 
 
 def _labels(tools: Sequence[ToolDefinition]) -> list[str]:
@@ -266,7 +200,7 @@ def _examples(tools: Sequence[ToolDefinition], labels: list[str]) -> str:
     none = labels[-1]
     examples = [(_NO_TOOL_EXAMPLES[0], none)]
     for i, (tool, label) in enumerate(zip(tools, labels, strict=False)):
-        said = _one_line(tool.description) or label
+        said = one_line(tool.description) or label
         topic = _topic(tool, label)
         examples.append((said, label))
         for k in (0, 2):
@@ -280,147 +214,3 @@ def _topic(tool: ToolDefinition, label: str) -> str:
     """The last notable word of a tool's description (its object, usually), else its label."""
     notable = [w for w in WORD.findall(tool.description) if len(w) >= 4 and w.lower() not in FILLER]
     return (notable[-1] if notable else label.split()[-1]).lower()
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _prompt(header: str, line: str, tail: str) -> str:
-    return f"{header}Player: {_one_line(line)}{tail}"
-
-
-async def _calibrated_choice(
-    backend: ModelBackend,
-    header: str,
-    tail: str,
-    choices: list[str],
-    line: str,
-    agent_id: int,
-    recent: str = "",
-) -> tuple[int, float]:
-    """The index of the choice likeliest after `line` (and the `recent` dialog before it)
-    relative to after content-free lines, and by how much it beats the runner-up (nats)."""
-    # Calibrated after the same dialog: what the last call shows is likelier on any line,
-    # and the content-free lines after it see that too.
-    key = json.dumps([header + recent, tail, choices])
-    with _CALIBRATIONS_LOCK:
-        cache = _CALIBRATIONS.setdefault(backend, OrderedDict())
-        bias = cache.get(key)
-        if bias is not None:
-            cache.move_to_end(key)
-    if bias is None:
-        totals = [0.0] * len(choices)
-        for empty in _CONTENT_FREE:
-            scores = await backend.score_choices(
-                _prompt(header + recent, empty, tail), choices, agent_id=agent_id
-            )
-            for i, p in enumerate(_normalized(scores)):
-                totals[i] += p / len(_CONTENT_FREE)
-        bias = [math.log(max(p, 1e-12)) for p in totals]
-        with _CALIBRATIONS_LOCK:
-            cache[key] = bias
-            while len(cache) > _CALIBRATIONS_KEPT:
-                cache.popitem(last=False)
-    prompt = _prompt(header + recent, line, tail)
-    scores = await backend.score_choices(prompt, choices, agent_id=agent_id)
-    calibrated = [s - b for s, b in zip(scores, bias, strict=True)]
-    return _best(calibrated)
-
-
-def _best(scores: list[float]) -> tuple[int, float]:
-    """The index of the highest score and its lead over the next (inf if it is alone)."""
-    order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
-    if len(order) < 2:
-        return order[0], math.inf
-    return order[0], scores[order[0]] - scores[order[1]]
-
-
-def _normalized(logps: list[float]) -> list[float]:
-    top = max(logps)
-    weights = [math.exp(lp - top) for lp in logps]
-    total = sum(weights)
-    return [w / total for w in weights]
-
-
-@dataclass(frozen=True, slots=True)
-class _Fill:
-    """Where an argument is filled: the prompt's parts, what follows the value, the line."""
-
-    header: str
-    call_text: str
-    end: str
-    line: str
-    #: Words a string value should not start or end with.
-    avoid: frozenset[str]
-    #: Whether numbers stay out of string values (the tool has a numeric argument).
-    numeric: bool
-    #: The recent dialog, between the header and the line.
-    recent: str = ""
-    #: The values earlier calls of the tool gave this argument, oldest first.
-    earlier: tuple[object, ...] = ()
-    #: Words the call's earlier string arguments took (a recipient is not the message).
-    taken: frozenset[str] = frozenset()
-
-
-async def _fill(
-    backend: ModelBackend, fill: _Fill, param: ToolParamDefinition, agent_id: int
-) -> tuple[object, float | None]:
-    """One argument's value, by the rule for its declared type (module docstring), and its
-    margin over the runner-up (nan: nothing to choose between; None: not read at all)."""
-    header, end, line, recent = fill.header, fill.end, fill.line, fill.recent
-    opened = f"{fill.call_text}{param.name}="
-    values: Sequence[object]
-    if param.type == "boolean":
-        values = (True, False)
-        choices = [f"{json.dumps(v)}{end}" for v in values]
-        chosen, margin = await _calibrated_choice(
-            backend, header, opened, choices, line, agent_id, recent
-        )
-        return values[chosen], margin
-    enum = enum_values(param)
-    if enum:
-        choices = [f"{json.dumps(v)}{end}" for v in enum]
-        chosen, margin = await _calibrated_choice(
-            backend, header, opened, choices, line, agent_id, recent
-        )
-        return enum[chosen], margin
-    if param.type == "string":
-        values = _string_values(fill, param)
-        if len(values) < 2:
-            return (values[0], math.nan) if values else ("", None)
-        choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
-        prompt = _prompt(header + recent, line, opened + '"')
-        scores = await backend.score_choices(prompt, choices, greedy=True, agent_id=agent_id)
-    else:
-        values = numbers(line, param)
-        if not values:  # the line says no number: an earlier call's, else one ("a dagger")
-            said = [v for v in fill.earlier if is_count(v)]
-            if said:
-                return said[-1], math.nan
-            one = any(w.lower() in ("a", "an") for w in WORD.findall(line))
-            return 1, (math.nan if one else None)
-        if len(values) < 2:
-            return values[0], math.nan
-        choices = [f"{json.dumps(v)}{end}" for v in values]
-        prompt = _prompt(header + recent, line, opened)
-        scores = await backend.score_choices(prompt, choices, agent_id=agent_id)
-    chosen, margin = _best(scores)
-    return values[chosen], margin
-
-
-def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
-    """What a string argument is chosen among: spans of the line (longer for a message or an
-    errand, with the clause a message verb introduces first), not the words another argument
-    of the call took, then the values earlier calls gave it."""
-    sentence = bool(SENTENCE_WORDS & set(WORD.findall(f"{param.name} {param.description}".lower())))
-    found = spans(fill.line, fill.avoid, fill.numeric, longest=8 if sentence else 4)
-    if sentence:
-        found = [*clauses(fill.line), *found]
-    elif fill.numeric:  # what a number counts comes right after it ("three bandages")
-        counted = after_numbers(fill.line)
-        found = [v for v in found if any(fill.line.startswith(v, at) for at in counted)] or found
-    if fill.taken:
-        free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
-        found = free or found
-    return list(dict.fromkeys([*found, *(v for v in fill.earlier if isinstance(v, str) and v)]))

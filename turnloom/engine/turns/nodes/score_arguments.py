@@ -1,0 +1,237 @@
+"""The arguments of a call the `score` decision chose (`score_decision`), one by one, each
+chosen by the model among the values the line offers (`score_values`).
+
+They are asked of one prompt: examples of calls written from player lines (an object, a count,
+a message and its recipient, an urgent and an unhurried errand, a light put out and one lit),
+the recent calls of this dialog in the same form, then the line and the call so far, as
+``Call: tool(name=``. The examples are the same for every graph: they show the model how a
+line becomes arguments, not what any game's tools are, so the tools' own examples (the tool
+choice's prompt) are not needed here.
+
+- **Booleans and enums** are scored and calibrated (`score_calibration`) among their values.
+- **Strings** are spans of the line (one to four words, not across punctuation, not starting
+  with the line's first word, not starting or ending with a filler word or a word of the
+  tool's name, nor holding a number when the tool has a numeric argument), followed greedily
+  along the model's likeliest tokens. A message or an errand (a string whose name or
+  description says so) is a longer span, the clause after "that" or "saying" first, and never
+  the words another argument of the call took; what a number counts comes right after it
+  ("three bandages"); a string may also keep an earlier call's value.
+- **Integers and numbers** are chosen among those the line spells (digits, number words, "a
+  dozen"; for a count of days, "a week" or "two weeks"), else the value an earlier call gave,
+  else 1. A count the line does not say at all (no number, no "a") is listed as unread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...graph.params import ToolDefinition, ToolParamDefinition
+from ...inference.base import ModelBackend
+from ..dialog.projection import Interaction
+from .score_calibration import best, calibrated_scores, one_line, prompt
+from .score_values import (
+    SENTENCE_WORDS,
+    WORD,
+    after_numbers,
+    clauses,
+    earlier_values,
+    enum_values,
+    is_count,
+    numbers,
+    spans,
+)
+from .score_words import WORDS_WEIGHT, phrase_words
+
+__all__ = ["DIALOG_CHARS", "DIALOG_TURNS", "EXAMPLES", "Arguments", "fill_arguments"]
+
+#: Calls written from player lines: how a line becomes arguments, for any tools.
+EXAMPLES = """Player: Could you sharpen my old axe?
+Call: sharpen(item="old axe")
+Player: Send word to Tom that the bread is ready.
+Call: send_word(recipient="Tom", message="the bread is ready")
+Player: Fetch the guard, a thief took my bag!
+Call: fetch_guard(urgent=true, reason="a thief took my bag")
+Player: Bake me three loaves of rye.
+Call: bake(bread="rye", count=3)
+Player: Douse the fire, it's too warm.
+Call: set_fire(lit=false)
+Player: When you have a moment, tell the cook the soup is cold.
+Call: tell_cook(urgent=false, message="the soup is cold")
+Player: Light the candles.
+Call: set_candles(lit=true)
+Player: I'd like a room for two nights.
+Call: rent_room(nights=2)
+"""
+#: How much of the dialog the arguments read: the last few exchanges, within a budget.
+DIALOG_TURNS = 3
+DIALOG_CHARS = 600
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_BOOLEAN_PHRASES = re.compile(
+    r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Arguments:
+    """A call's arguments as the score decision filled them."""
+
+    values: dict[str, object]
+    #: Each scored argument's margin over its runner-up, in nats.
+    margins: dict[str, float]
+    #: The arguments the line (and the dialog) did not give, whose values are defaults.
+    unread: tuple[str, ...]
+
+
+async def fill_arguments(
+    backend: ModelBackend,
+    tool: ToolDefinition,
+    line: str,
+    dialog: Sequence[Interaction],
+    agent_id: int,
+) -> Arguments:
+    """`tool`'s arguments for `line` after `dialog`, each after those before it."""
+    header = EXAMPLES + recent_calls(dialog, tool)
+    earlier = earlier_values(tool, dialog, DIALOG_TURNS)
+    values: dict[str, object] = {}
+    margins: dict[str, float] = {}
+    unread: list[str] = []
+    taken: set[str] = set()
+    call_text = f"\nCall: {tool.name}("
+    # Words that name the tool are not its arguments ("open" in "open the iron gate"), nor
+    # are the arguments' own names ("gold" is not the item of "12 gold for a dagger"); and a
+    # number goes to a numeric argument rather than into a string.
+    numeric = any(p.type in ("integer", "number") for p in tool.parameters)
+    names = [tool.name, *(p.name for p in tool.parameters)]
+    words = [w.lower() for n in names for w in WORD.findall(_CAMEL.sub(" ", n).replace("_", " "))]
+    avoid = frozenset(form for w in words for form in (w, w + "s", w.removesuffix("s")))
+    for i, param in enumerate(tool.parameters):
+        end = ", " if i + 1 < len(tool.parameters) else ")"
+        fill = _Fill(
+            header, call_text, end, line, avoid, numeric,
+            tuple(earlier.get(param.name, ())), frozenset(taken),
+        )  # fmt: skip
+        value, read = await _fill(backend, fill, param, agent_id)
+        if isinstance(value, str) and not enum_values(param):
+            taken |= {w.lower() for w in WORD.findall(value)}
+        values[param.name] = value
+        if read is None:
+            unread.append(param.name)
+        elif not math.isnan(read):
+            margins[param.name] = round(read, 3)
+        call_text += f"{param.name}={json.dumps(value)}{end}"
+    return Arguments(values, margins, tuple(unread))
+
+
+def recent_calls(dialog: Sequence[Interaction], tool: ToolDefinition) -> str:
+    """The last exchanges that called `tool`, written as the examples are (each line and its
+    call), oldest first, within `DIALOG_TURNS` and `DIALOG_CHARS`: "and two more" repeats
+    the drink the last call served."""
+    parts: list[str] = []
+    used = 0
+    for past in reversed(dialog[-DIALOG_TURNS:]):
+        text = ""
+        for message in past.messages:
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                if function.get("name") != tool.name:
+                    continue
+                given = function.get("arguments") or {}
+                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in given.items())
+                text += f"Player: {one_line(past.user_message)}\nCall: {tool.name}({shown})\n"
+        if used + len(text) > DIALOG_CHARS:
+            break
+        parts.append(text)
+        used += len(text)
+    return "".join(reversed(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class _Fill:
+    """Where an argument is filled: the prompt's parts, what follows the value, the line."""
+
+    header: str
+    call_text: str
+    end: str
+    line: str
+    #: Words a string value should not start or end with.
+    avoid: frozenset[str]
+    #: Whether numbers stay out of string values (the tool has a numeric argument).
+    numeric: bool
+    #: The values earlier calls of the tool gave this argument, oldest first.
+    earlier: tuple[object, ...] = ()
+    #: Words the call's earlier string arguments took (a recipient is not the message).
+    taken: frozenset[str] = frozenset()
+
+
+async def _fill(
+    backend: ModelBackend, fill: _Fill, param: ToolParamDefinition, agent_id: int
+) -> tuple[object, float | None]:
+    """One argument's value, by the rule for its declared type (module docstring), and its
+    margin over the runner-up (nan: nothing to choose between; None: not read at all)."""
+    header, end, line = fill.header, fill.end, fill.line
+    opened = f"{fill.call_text}{param.name}="
+    values: Sequence[object]
+    enum = enum_values(param)
+    if param.type == "boolean" or enum:
+        values = (True, False) if param.type == "boolean" else enum
+        choices = [f"{json.dumps(v)}{end}" for v in values]
+        scores = await calibrated_scores(backend, header, opened, choices, line, agent_id)
+        if param.type == "boolean":  # the words of the description's phrase for each value
+            named = [phrase_words(phrase, line) for phrase in _phrases(param.description)]
+            scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
+        chosen, margin = best(scores)
+        return values[chosen], margin
+    if param.type == "string":
+        values = _string_values(fill, param)
+        if len(values) < 2:
+            return (values[0], math.nan) if values else ("", None)
+        choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
+        text = prompt(header, line, opened + '"')
+        scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
+    else:
+        values = numbers(line, param)
+        if not values:  # the line says no number: an earlier call's, else one ("a dagger")
+            counts = [v for v in fill.earlier if is_count(v)]
+            if counts:
+                return counts[-1], math.nan
+            one = any(w.lower() in ("a", "an") for w in WORD.findall(line))
+            return 1, (math.nan if one else None)
+        if len(values) < 2:
+            return values[0], math.nan
+        choices = [f"{json.dumps(v)}{end}" for v in values]
+        scores = await backend.score_choices(
+            prompt(header, line, opened), choices, agent_id=agent_id
+        )
+    chosen, margin = best(scores)
+    return values[chosen], margin
+
+
+def _phrases(description: str) -> tuple[str, str]:
+    """What a boolean's description says each value means: ("light it", "put it out") for
+    "true to light it, false to put it out"; "" where it does not say."""
+    said = {"true": "", "false": ""}
+    for found in _BOOLEAN_PHRASES.finditer(description):
+        said[found.lastgroup or ""] = found.group(found.lastgroup or 0)
+    return said["true"], said["false"]
+
+
+def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
+    """What a string argument is chosen among: spans of the line (longer for a message or an
+    errand, with the clause a message verb introduces first), not the words another argument
+    of the call took, then the values earlier calls gave it."""
+    sentence = bool(SENTENCE_WORDS & set(WORD.findall(f"{param.name} {param.description}".lower())))
+    found = spans(fill.line, fill.avoid, fill.numeric, longest=8 if sentence else 4)
+    if sentence:
+        found = [*clauses(fill.line), *found]
+    elif fill.numeric:  # what a number counts comes right after it ("three bandages")
+        counted = after_numbers(fill.line)
+        found = [v for v in found if any(fill.line.startswith(v, at) for at in counted)] or found
+    if fill.taken:
+        free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
+        found = free or found
+    return list(dict.fromkeys([*found, *(v for v in fill.earlier if isinstance(v, str) and v)]))

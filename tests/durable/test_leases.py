@@ -49,6 +49,17 @@ def run(test: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(test())
 
 
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Let the loop run until `condition` holds (10 s at most): a Redis store writes off the
+    loop, so what follows a write comes when its round trip is done, not after a set number
+    of loop iterations."""
+    for _ in range(2000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"never happened: {what}")
+
+
 def completions(logs: list[dict[str, Any]], agent_id: int) -> list[str]:
     """The statuses of the turns of `agent_id` that completed, in any worker of the process."""
     return [
@@ -122,9 +133,7 @@ def test_a_worker_whose_lease_lapsed_cannot_overwrite_the_new_holder(
             with structlog.testing.capture_logs() as logs:
                 # A, not knowing yet, finishes its copy's turn: the write is refused.
                 await agent.resume()
-                for _ in range(3):
-                    await asyncio.sleep(0)
-            assert any(log["event"] == "lease.lost" for log in logs)
+                await until(lambda: any(log["event"] == "lease.lost" for log in logs), "lost")
             assert agent.agent_id not in a.agent_ids()
             client = redis.Redis.from_url(redis_url)
             stored = tl.AgentSnapshot(client.hget(f"{store.prefix}:agents", agent.agent_id))
@@ -153,8 +162,13 @@ def test_a_deadline_nobody_holds_fires_once_on_the_first_worker_to_claim_it(
             with structlog.testing.capture_logs() as logs:
                 clock.advance(scenario.TIMEOUT_MS / 1000 + 0.01)  # A's wake-up sweep
                 b.core.leases.sweep()  # and B's, at the same moment
-                for _ in range(5):
-                    await asyncio.sleep(0)
+                await until(
+                    lambda: (
+                        all(completions(logs, agent.agent_id) for agent in agents)
+                        and a.agent_ids() == b.agent_ids() == []
+                    ),
+                    "every deadline fired, every agent let go",
+                )
             for agent in agents:
                 assert completions(logs, agent.agent_id) == ["success"]
             assert a.agent_ids() == [] and b.agent_ids() == []  # let go again, at rest

@@ -21,7 +21,10 @@ from tests.durable.test_store import counting
 from turnloom.engine.durable.packed_dialog import KEEP_FROM, PackedDialog, packed_snapshot
 from turnloom.engine.durable.snapshot import take_snapshot
 from turnloom.engine.durable.store import SQLiteStore, open_store
+from turnloom.engine.durable.store.parts import SplitWrite, parts_marker
 from turnloom.engine.durable.store.redis import RedisStore
+from turnloom.engine.turns.observers import TurnObserver
+from turnloom.server.requests import SessionRequests
 
 StoreSpec = Callable[[], Any]
 
@@ -32,15 +35,15 @@ def _stored_turn(document: bytes) -> Any:
 
 def recording(store: Any, events: list[tuple[str, int]]) -> Any:
     """`store` with every write of `save_many` logged in `events` as ("stored", id), and the
-    latest document of each agent kept in `store.latest`."""
+    latest document of each agent, as read back from the store, kept in `store.latest`."""
     store.latest = {}
     save_many = store.save_many
 
     def recorded(writes: Any) -> list[int]:
         refused = save_many(writes)
-        for agent_id, document, _ in writes:
+        for agent_id, _, _ in writes:
             events.append(("stored", agent_id))
-            store.latest[agent_id] = document
+            store.latest[agent_id] = store.stored(agent_id)
         return refused
 
     store.save_many = recorded
@@ -150,6 +153,11 @@ def test_a_group_holding_a_bad_write_leaves_every_row_as_it_was(tmp_path: Path) 
     with pytest.raises(sqlite3.IntegrityError):
         store.save_many([(1, b"one again", None), (2, None, None)])  # type: ignore[list-item]
     assert dict(store.load_all()) == {1: b"one", 2: b"two"}
+    # A head and its parts are one write: a bad part leaves the heads before it unwritten too.
+    bad = SplitWrite(b"two" + parts_marker(1), 0, (None,))  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.IntegrityError):
+        store.save_many([(1, b"one again", None), (2, bad, None)])
+    assert dict(store.load_all()) == {1: b"one", 2: b"two"}
     store.close()
 
 
@@ -230,3 +238,44 @@ def test_a_message_queued_behind_a_paused_turn_runs_once_the_turn_is_stored(
     plain, durable = run(None), run(store_spec())
     assert durable == plain
     assert [m["content"] for m in durable if m["role"] == "user"] == ["first"]
+
+
+class _ReadsRightAfter(TurnObserver):
+    """Asks a wire session's answer to GetAgentState / AttachAgent (`state_of`) for an agent in
+    the loop iteration right after each of its rests, ahead of the rest's grouped write (an
+    observer is told of a rest before the write is queued); notes what the answer and the
+    store said."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.reads: list[tuple[str, Any]] = []
+
+    def paused(self, agent: Any, turn: Any, info: Any) -> None:
+        asyncio.get_running_loop().call_soon(self.read, agent)
+
+    def turn_ended(self, agent: Any, turn: Any, result: Any) -> None:
+        asyncio.get_running_loop().call_soon(self.read, agent)
+
+    def read(self, core: Any) -> None:
+        answer = SessionRequests.state_of(core)
+        self.reads.append((answer["state"], _stored_turn(self.store.stored(core.agent_id))))
+
+
+def test_a_state_answer_right_after_a_rest_waits_for_the_rest_to_be_stored(
+    store_spec: StoreSpec,
+) -> None:
+    async def main() -> list[tuple[str, Any]]:
+        store = open_store(store_spec())
+        async with tl.AsyncEngine(scenario.model(), clock=tl.VirtualClock(), store=store) as e:
+            reads = _ReadsRightAfter(store)
+            e.add_observer(reads)
+            agent = await e.create_agent(scenario.graph("pause"))
+            for turn in range(3):
+                assert (await agent.send_message(f"turn {turn}")).paused
+                assert (await agent.resume()).final.status is tl.TurnStatus.SUCCESS
+            return reads.reads
+
+    reads = asyncio.run(main())
+    assert [state for state, _ in reads] == ["paused", "idle"] * 3
+    for state, stored in reads:  # what the answer told of, the store held
+        assert (stored is not None) == (state == "paused")

@@ -271,7 +271,10 @@ class SessionRequests(SessionEvents):
 
     @staticmethod
     def state_of(core: AgentCore) -> dict[str, Any]:
-        """The AgentStateResponse of an agent."""
+        """The AgentStateResponse of an agent (a durable agent's rest still waiting for its
+        grouped write is written first: no answer tells of a rest the store does not hold)."""
+        if isinstance(core, DurableAgentCore):
+            core.write_queued()
         turn = core.turn
         pause = turn.pause if turn.state is TurnState.PAUSED else None
         return {

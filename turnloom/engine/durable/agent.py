@@ -28,6 +28,7 @@ soon as it has been written at a pause or a completion: a server's agent no sess
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -37,8 +38,8 @@ from ..support.logs import get_logger
 from ..turns.agent import KEPT_STATUSES, AgentCore
 from ..turns.results import Step, TurnResult
 from ..turns.turn import Turn
-from .packed_dialog import PackedDialog, packed_snapshot
-from .snapshot import absolute_offset, pause_deadline
+from .packed_dialog import PackedDialog, StoredDialog, packed_snapshot, split_snapshot
+from .snapshot import HeadPacker, absolute_offset, pause_deadline
 from .store.base import Store
 from .store.write_queue import WriteQueue, write_queue
 
@@ -49,7 +50,7 @@ class DurableAgentCore(AgentCore):
     """An agent written through to `store` (None once its engine closes: it then writes no
     more, and its stored snapshot stays for the next engine)."""
 
-    __slots__ = ("packed_dialog", "release_at_rest", "store", "writes")
+    __slots__ = ("head", "packed_dialog", "release_at_rest", "store", "stored_dialog", "writes")
 
     store: Store | None
     #: Let go of the agent once it is written at rest (a shared store's agent nobody holds).
@@ -57,47 +58,77 @@ class DurableAgentCore(AgentCore):
     #: The store's write queue once this agent has used it (kept when the store is let go, so
     #: a destroy can still write what is queued before the agent goes).
     writes: WriteQueue | None
-    #: A long dialog as packed by the last write (the next packs only what joined it since).
+    #: A long dialog as packed by the last write (the next packs only what joined it since),
+    #: for a store that takes whole snapshots.
     packed_dialog: PackedDialog | None
+    #: What the store holds of the dialog, for one that keeps it apart (None: not known).
+    stored_dialog: StoredDialog | None
+    #: Packs the snapshot's head for such a store (made at its first write).
+    head: HeadPacker | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.writes = None
         self.packed_dialog = None
+        self.stored_dialog = None
+        self.head = None
 
     def save(self) -> None:
         """Write the agent's snapshot to its store now, with whatever else is queued there (a
         failure is logged, not raised)."""
-        writes = self._queue_write()
+        writes = self._queue_write(None)
         if writes is not None:
             writes.flush()
 
-    def _queue_write(self) -> WriteQueue | None:
-        """Queue the agent's snapshot for the store's next grouped write; the queue, or None
-        if there is no store or the snapshot failed (logged)."""
+    def _queue_write(self, then: Callable[[], None] | None) -> WriteQueue | None:
+        """Queue the agent's snapshot for the store's next grouped write, `then` to run once
+        it is in; the queue, or None if there is no store or the snapshot failed (logged)."""
         store = self.store
         if store is None:
-            return None
-        try:
-            deadline = None
-            if store.shared:
-                deadline = pause_deadline(self.turn, absolute_offset(self.runtime.clock))
-            document, self.packed_dialog = packed_snapshot(self, self.packed_dialog)
-        except Exception:
-            log.exception("store.write_failed", agent_id=self.agent_id)
             return None
         writes = self.writes
         if writes is None or writes.store is not store:
             writes = self.writes = write_queue(store, self.runtime.loop)
-        writes.put(self.agent_id, document, deadline, self._refused)
+            self.stored_dialog = None  # another store: what it holds is not known
+        try:
+            deadline = None
+            if store.shared:
+                deadline = pause_deadline(self.turn, absolute_offset(self.runtime.clock))
+            if store.keeps_dialog_apart:
+                head = self.head
+                if head is None:
+                    head = self.head = HeadPacker()
+                document, after = split_snapshot(self, self.stored_dialog, head)
+                writes.put(self.agent_id, document, deadline, self, after, then)
+            else:
+                whole, self.packed_dialog = packed_snapshot(self, self.packed_dialog)
+                writes.put(self.agent_id, whole, deadline, self, None, then)
+        except Exception:
+            log.exception("store.write_failed", agent_id=self.agent_id)
+            return None
         return writes
 
-    def _refused(self) -> None:
+    def write_done(self, kept: StoredDialog | None, written: bool) -> None:
+        """Its queued write is in (`written`) or not: `kept` is what the store holds of its
+        dialog once it is. Not written (failed, or refused), the store may hold either side of
+        it, so the next write carries the dialog whole."""
+        self.stored_dialog = kept if written else None
+
+    def write_refused(self) -> None:
+        """Its write was refused: another worker holds it now, and this copy ends."""
         self.runtime.lease_lost(self)
 
     def _flush(self) -> None:
         if self.writes is not None:
             self.writes.flush()
+
+    def write_queued(self) -> None:
+        """Write the agent's rest now if it waits for its store's grouped write (and the rest
+        of that group with it), and tell the host of it: called before an answer that reads
+        the agent's state, which must not tell of a rest the store does not hold yet."""
+        writes = self.writes
+        if writes is not None and writes.holds(self.agent_id):
+            writes.flush()
 
     def saved_at_rest(self) -> None:
         """Written at a pause or a completion: let go now if so marked."""
@@ -124,27 +155,34 @@ class DurableAgentCore(AgentCore):
         self.store = None
         self.destroyed = True
         self.runtime.forget(self.agent_id)
+        self._drop_kept()
         self.let_go_of_dialog()
+
+    def _drop_kept(self) -> None:
+        # What the writes keep refers to the dialog: dropped first, so that a long dialog is
+        # taken apart a step per loop iteration (`let_go_of_dialog`), not freed all at once
+        # with this object later.
+        self.stored_dialog = self.packed_dialog = None
 
     def notify(self, method: str, *args: Any) -> None:
         """At a pause: queue the snapshot, and tell the host once it is written. Any other
         event of an agent whose snapshot is queued waits behind it, so events keep their order."""
         if method == "on_paused":
-            writes = self._queue_write()
-            if writes is not None:
-                turn = self.turn
-                # The caller settles the turn's waiters right after this: they are settled after
-                # the write instead (`_tell_paused`).
-                waiters, turn.waiters = turn.waiters, None
-                writes.then(
-                    self.agent_id, partial(self._tell_paused, turn, turn.pause_seq, args, waiters)
-                )
+            turn = self.turn
+            # The caller settles the turn's waiters right after this: they are settled after
+            # the write instead (`_tell_paused`).
+            waiters, turn.waiters = turn.waiters, None
+            tell = partial(self._tell_paused, turn, turn.pause_seq, args, waiters)
+            if self._queue_write(tell) is not None:
                 return
-        elif self.writes is not None and self.writes.then(
-            self.agent_id, partial(AgentCore.notify, self, method, *args)
-        ):
-            return
-        super().notify(method, *args)
+            turn.waiters = waiters
+        else:
+            writes = self.writes
+            queued = None if writes is None else writes.pending.get(self.agent_id)
+            if queued is not None:
+                queued.then.append(partial(AgentCore.notify, self, method, *args))
+                return
+        AgentCore.notify(self, method, *args)
 
     def _tell_paused(
         self,
@@ -156,20 +194,19 @@ class DurableAgentCore(AgentCore):
         """The pause is stored: tell the host, then settle the waiters as the executor's
         `_pause` does (unless the host's callback resumed it at once: registered tools)."""
         step = Step(pause=args[0])
-
-        def parked() -> bool:
-            return turn.pause is not None and turn.pause.seq == seq
-
         if waiters:
-            if parked():
+            pause = turn.pause
+            if pause is not None and pause.seq == seq:  # still parked there
                 turn.waiters = waiters + (turn.waiters or [])
             else:  # resumed before the write was in: the pause is what they were owed
                 for waiter in waiters:
                     if not waiter.done():
                         waiter.set_result(step)
-        self.saved_at_rest()
+        if self.release_at_rest:
+            self.saved_at_rest()
         AgentCore.notify(self, "on_paused", *args)
-        if parked():
+        pause = turn.pause
+        if pause is not None and pause.seq == seq:
             turn.settle_waiters(step)
 
     def turn_completed(self, turn: Turn, result: TurnResult) -> None:
@@ -181,14 +218,13 @@ class DurableAgentCore(AgentCore):
             self.dialog.append(turn.interaction)
         self.turn = Turn()
         self.last_result = result
-        writes = self._queue_write()
-        if writes is None:
-            self._tell_completed(turn, result)
-        else:
-            writes.then(self.agent_id, partial(self._tell_completed, turn, result))
+        tell = partial(self._tell_completed, turn, result)
+        if self._queue_write(tell) is None:
+            tell()
 
     def _tell_completed(self, turn: Turn, result: TurnResult) -> None:
-        self.saved_at_rest()
+        if self.release_at_rest:
+            self.saved_at_rest()
         AgentCore.notify(self, "on_answer_text", result.text, False, True)
         AgentCore.notify(self, "on_turn_complete", result)
         step = Step(result=result)
@@ -202,7 +238,7 @@ class DurableAgentCore(AgentCore):
     def wait(self) -> Step | None:
         """As `AgentCore.wait`, but None (wait) while the agent's last rest is still queued
         for writing: no step reaches the host before it is stored."""
-        if self.writes is not None and self.writes.holds(self.agent_id):
+        if self.writes is not None and self.agent_id in self.writes.pending:
             self.check_alive("wait")
             return None
         return super().wait()
@@ -219,6 +255,7 @@ class DurableAgentCore(AgentCore):
         if self.destroyed:  # by a callback told just now
             return
         store, self.store = self.store, None
+        self._drop_kept()
         super().destroy()
         if store is not None:
             try:

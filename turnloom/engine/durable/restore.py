@@ -356,6 +356,12 @@ def read_snapshot(data: Any, check_model: ModelCheck) -> SnapshotPlan:
     is created (see the module's docstring for what is refused, and with which code)."""
     raw = snapshot_header(data)
     doc = _Doc(raw, "snapshot")
+    parts = raw.get("dialog")
+    if parts.__class__ is int:  # a store's head read without its parts (`store.parts`)
+        raise refuse(
+            f"dialog is kept apart in {parts} part(s) of the store, which were not all read "
+            "with it (a part is missing, or the head was read alone)"
+        )
     graph = _graph(raw.get("graph"), check_model)
     options = doc.sub("options")
     node_state = doc.get("node_state", dict)

@@ -25,7 +25,6 @@ The document (version 1), as `AgentSnapshot.to_dict()` shows it:
                   oldest first, [{agent_id, slot, turns, time}]
     queue         only when messages wait (`enqueue` input policy): [{text, fate, replaced}]
     params        {node: fields} for the nodes whose params differ from the graph's
-    dialog        flat chat messages (`turns.dialog.messages`)
     call_seq      how many call ids it has handed out (the next is `c%08x` of this)
     node_state    {node: {key: value}}
     rng_state     null, or its random source's state once used (the 625 words of MT19937)
@@ -36,6 +35,8 @@ The document (version 1), as `AgentSnapshot.to_dict()` shows it:
                   reply_parts, debug_nodes, pause_count, pause_seq, paused_duration_s, and
                   pause: node_name, pending_exit, pending_target, timeout_ms, awaits_results,
                   pending_calls, timeout_target, debug_index, paused_at, deadline
+    dialog        flat chat messages (`turns.dialog.messages`); the last entry, so a store
+                  can keep it apart and put it back (`store.parts`)
 
 **Absolute times.** An engine's clock is monotonic, meaningless in another process; a snapshot
 keeps times (`paused_at`, `deadline`, `saved_at`) as absolute seconds instead. On the wall
@@ -63,6 +64,7 @@ from ..graph.fields import params_to_mapping
 from ..graph.versions import graph_fingerprint
 from ..support.clock import Clock, VirtualClock
 from ..turns.dialog.messages import dialog_to_messages
+from ..turns.results import ToolCallEvent, TurnResult
 from ..turns.turn import Turn
 
 if TYPE_CHECKING:
@@ -75,6 +77,7 @@ VERSION = 1
 RNG_WORDS = 625
 RNG_STATE = struct.Struct(f"<{RNG_WORDS}I")
 
+_PACKER = msgpack.Packer(use_bin_type=True)
 _GRAPH_BLOBS: dict[int, tuple[CompiledGraph, bytes]] = {}
 _GRAPH_BLOBS_MAX = 1024
 
@@ -158,16 +161,28 @@ def _rng_state(agent: AgentCore) -> bytes | None:
     return RNG_STATE.pack(*words)
 
 
-def _result(agent: AgentCore) -> dict[str, Any] | None:
-    result = agent.last_result
-    return None if result is None else result.as_fields()
+def _call(call: ToolCallEvent) -> dict[str, Any]:
+    fields = {
+        "call_id": call.call_id,
+        "tool_name": call.tool_name,
+        "arguments_json": call.arguments_json,
+        "node_name": call.node_name,
+        "disposition": call.disposition,
+        "arguments": call.arguments,
+    }
+    if call.unread_arguments:  # only when there are some: most calls have none
+        fields["unread_arguments"] = list(call.unread_arguments)
+    return fields
 
 
 def _paused_turn(turn: Turn, offset: float) -> dict[str, Any]:
     pause = turn.pause
     assert pause is not None
     info = pause.info
-    deadline = pause_deadline(turn, offset)
+    timeout_ms = info.timeout_ms
+    # `pause_deadline`, inline: this runs at every pause of every durable agent.
+    deadline = pause.started_at + timeout_ms / 1000 + offset if timeout_ms else None
+    calls = info.pending_calls
     return {
         "turn_id": turn.turn_id,
         "user_message": turn.interaction.user_message,
@@ -185,23 +200,7 @@ def _paused_turn(turn: Turn, offset: float) -> dict[str, Any]:
             "pending_target": info.pending_target,
             "timeout_ms": info.timeout_ms,
             "awaits_results": info.awaits_results,
-            "pending_calls": [
-                {
-                    "call_id": call.call_id,
-                    "tool_name": call.tool_name,
-                    "arguments_json": call.arguments_json,
-                    "node_name": call.node_name,
-                    "disposition": call.disposition,
-                    "arguments": call.arguments,
-                    # Only when there are some: most calls have none, and snapshots are many.
-                    **(
-                        {"unread_arguments": list(call.unread_arguments)}
-                        if call.unread_arguments
-                        else {}
-                    ),
-                }
-                for call in info.pending_calls
-            ],
+            "pending_calls": list(map(_call, calls)) if calls else [],
             "timeout_target": pause.timeout_target,
             "debug_index": pause.debug_index,
             "paused_at": pause.started_at + offset,
@@ -213,41 +212,135 @@ def _paused_turn(turn: Turn, offset: float) -> dict[str, Any]:
 def snapshot_document(agent: AgentCore) -> dict[str, Any]:
     """The agent's document (its graph as packed bytes). Only for an agent that stands still:
     idle, or paused (the caller checks)."""
-    clock = agent.runtime.clock
-    offset = absolute_offset(clock)
-    turn = agent.turn
-    document: dict[str, Any] = {
+    return head_document(agent, dialog_to_messages(agent.dialog, copied=False))
+
+
+def head_document(agent: AgentCore, dialog: Any) -> dict[str, Any]:
+    """The agent's document with `dialog` as the value of its last entry, "dialog": the flat
+    messages (`snapshot_document`), or the number of parts a store keeps them in apart
+    (`store.parts`)."""
+    return {**_constant(agent), **_changing(agent, dialog)}
+
+
+def _constant(agent: AgentCore) -> dict[str, Any]:
+    """The entries that stay as they are while the agent lives (its graph and tags may be
+    replaced, never changed in place)."""
+    graph = agent.graph
+    return {
         "format": FORMAT,
         "version": VERSION,
         "agent_id": agent.agent_id,
         "rng_seed": agent.rng_seed,
         "tags": dict(agent.tags),
-        "graph": graph_blob(agent.graph),
-        "graph_version": agent.graph.version,
-        "graph_fingerprint": graph_fingerprint(agent.graph),
-        "options": {
-            "enable_diagnostics": agent.enable_diagnostics,
-            "max_steps_per_turn": agent.max_steps,
-        },
+        "graph": graph_blob(graph),
+        "graph_version": graph.version,
+        "graph_fingerprint": graph_fingerprint(graph),
+    }
+
+
+def _settled(agent: AgentCore) -> dict[str, Any]:
+    """The entries after the constant ones that change only now and then (`HeadPacker`)."""
+    options: dict[str, Any] = {
+        "enable_diagnostics": agent.enable_diagnostics,
+        "max_steps_per_turn": agent.max_steps,
+    }
+    if agent.input_policy is not InputPolicy.REJECT:  # only then: most agents keep the default
+        options["input_policy"] = agent.input_policy.value
+    result = agent.last_result
+    return {
+        "options": options,
         "params": _changed_params(agent),
-        "dialog": dialog_to_messages(agent.dialog, copied=False),
         "call_seq": agent.call_seq,
         "node_state": agent.node_state or {},
         "rng_state": _rng_state(agent),
-        "last_result": _result(agent),
-        "clock": clock_kind(clock),
-        "saved_at": clock.now() + offset,
+        "last_result": None if result is None else result.as_fields(),
+        "clock": clock_kind(agent.runtime.clock),
+    }
+
+
+def _latest(agent: AgentCore, dialog: Any) -> dict[str, Any]:
+    """The last entries, new at every write: when, the paused turn, the queue, the dialog."""
+    clock = agent.runtime.clock
+    now = clock.now()
+    # `absolute_offset`, from the one reading of the clock that `saved_at` also takes.
+    offset = 0.0 if isinstance(clock, VirtualClock) else time.time() - now
+    turn = agent.turn
+    document: dict[str, Any] = {
+        "saved_at": now + offset,
         "turn": _paused_turn(turn, offset) if turn.pause is not None else None,
     }
-    if agent.input_policy is not InputPolicy.REJECT:  # only then: most agents keep the default
-        document["options"]["input_policy"] = agent.input_policy.value
     if agent.lineage:
         document["lineage"] = [dict(step) for step in agent.lineage]
     if agent.queue:
         document["queue"] = [
             {"text": m.text, "fate": m.fate.value, "replaced": m.replaced} for m in agent.queue
         ]
+    # Last: a store that keeps the dialog apart puts it back after the rest (`store.parts`).
+    document["dialog"] = dialog
     return document
+
+
+def _changing(agent: AgentCore, dialog: Any) -> dict[str, Any]:
+    return {**_settled(agent), **_latest(agent, dialog)}
+
+
+class HeadPacker:
+    """Packs one agent's `head_document` again and again, what did not change since the last
+    time not packed again.
+
+    A map's packed form is its header then its entries back to back, so the document is the
+    header of the whole count, then three runs of entries: the constant ones (`_constant`:
+    packed again only for another graph or other tags), the settled ones (`_settled`: packed
+    again when one of them may have changed: options, call counter, last result, or an agent
+    whose params, node state or random source are in use, which are checked no further), and
+    the latest ones (`_latest`), packed every time. Byte for byte `pack(head_document(...))`."""
+
+    __slots__ = ("_constant", "_count", "_graph", "_key", "_result", "_settled", "_tags")
+
+    def __init__(self) -> None:
+        self._graph: CompiledGraph | None = None
+        self._tags: dict[str, str] = {}
+        self._constant = b""
+        self._count = 0
+        self._key: tuple[Any, ...] | None = None
+        self._result: TurnResult | None = None
+        self._settled = b""
+
+    def pack(self, agent: AgentCore, dialog: Any) -> bytes:
+        """The packed `head_document(agent, dialog)`."""
+        if agent.graph is not self._graph or agent.tags != self._tags:
+            constant = _constant(agent)
+            # The entries without their map's header (1 byte: fewer than 16 of them).
+            self._constant = _PACKER.pack(constant)[1:]
+            self._count = len(constant) + _SETTLED
+            self._graph, self._tags = agent.graph, constant["tags"]
+        result = agent.last_result
+        key = (agent.call_seq, agent.enable_diagnostics, agent.max_steps, agent.input_policy)
+        # Params changed in place, node state and a random source are not compared: an agent
+        # that has any is packed anew every time. The last result is compared by identity.
+        if (
+            key != self._key
+            or result is not self._result
+            or agent.params is not agent.graph.nodes
+            or agent.node_state
+            or agent.peek_rng() is not None
+        ):
+            self._settled = _PACKER.pack(_settled(agent))[1:]
+            plain = (
+                agent.params is agent.graph.nodes
+                and not agent.node_state
+                and agent.peek_rng() is None
+            )
+            self._key, self._result = (key, result) if plain else (None, None)
+        latest = _latest(agent, dialog)
+        assert len(latest) < 16  # a fixmap: its header is its first byte
+        header = _PACKER.pack_map_header(self._count + len(latest))
+        entries = memoryview(_PACKER.pack(latest))[1:]
+        return b"".join((header, self._constant, self._settled, entries))
+
+
+#: How many entries `_settled` has.
+_SETTLED = 7
 
 
 def take_snapshot(agent: AgentCore) -> AgentSnapshot:

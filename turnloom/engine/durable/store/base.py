@@ -6,7 +6,9 @@ the agent is destroyed. Each write replaces the agent's previous one atomically,
 any instant leaves every agent at its last complete write. Writes happen on the
 engine loop, before the host hears of the event they record: a pause the host saw is stored.
 The snapshots of agents that come to rest together go in one `save_many` (`write_queue`), and
-the host hears of those rests once it returns.
+the host hears of those rests once it returns. A store that keeps each agent's dialog apart
+(`keeps_dialog_apart`, the built-in ones: see `parts`) is given only what changed: the head of
+the snapshot, and the dialog's new part when turns joined it.
 
 A `SharedStore` is one several processes (workers) use at once. There an engine
 holds a lease on every agent it has in memory, and only the holder may write the agent; see
@@ -20,11 +22,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+from .parts import SplitWrite
+
 if TYPE_CHECKING:
     from .write_queue import WriteQueue
 
-#: One agent's write: (agent id, snapshot, pause deadline or None), as `Store.save` takes it.
-Write = tuple[int, bytes, float | None]
+#: One agent's write: (agent id, snapshot, pause deadline or None), as `Store.save` takes it;
+#: for a store that `keeps_dialog_apart`, the snapshot may be a `SplitWrite` instead.
+Write = tuple[int, bytes | SplitWrite, float | None]
 
 
 class Store(ABC):
@@ -34,6 +39,13 @@ class Store(ABC):
     shared: ClassVar[bool] = False
     #: The snapshots waiting for this store's next grouped write (`write_queue`), once any was.
     queued: WriteQueue | None = None
+    #: Whether `save_many` takes `SplitWrite`s (the head, and the dialog's parts that changed:
+    #: see `parts`); a store that does not is given whole snapshots.
+    keeps_dialog_apart: ClassVar[bool] = False
+    #: Whether its grouped writes are made by a thread of their own, one group at a time,
+    #: while the loop goes on (a store whose write is a network round trip); `save_many` must
+    #: then be safe to call from that thread while the loop uses the store's other methods.
+    writes_off_loop: ClassVar[bool] = False
 
     @abstractmethod
     def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
@@ -46,6 +58,8 @@ class Store(ABC):
         (`LeaseLost`). This default writes them one by one."""
         refused = []
         for agent_id, document, deadline in writes:
+            if isinstance(document, SplitWrite):  # only for a store that keeps_dialog_apart
+                raise TypeError(f"{type(self).__name__} takes whole snapshots, not SplitWrites")
             try:
                 self.save(agent_id, document, deadline)
             except LeaseLost:
@@ -53,10 +67,11 @@ class Store(ABC):
         return refused
 
     def flush_queued(self) -> None:
-        """Write what is queued for this store now (a store calls it before it closes, and a
-        shared one before it lets go of its leases)."""
+        """Write what is queued for this store now, and what is in flight, and end the thread
+        that writes off the loop, if any (a store calls it before it closes, and a shared one
+        before it lets go of its leases)."""
         if self.queued is not None:
-            self.queued.flush()
+            self.queued.stop()
 
     @abstractmethod
     def delete(self, agent_id: int) -> None:

@@ -1,22 +1,27 @@
 """The shared store: Redis, for several processes (workers) over one set of agents (needs the
 `redis` client, the `redis` extra).
 
-Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot
-and its deadline index only if this worker holds the agent, so every agent is always at its
-last complete write by its holder. The saves of agents that came to rest together are one
-script call (`save_many`; a very large group, several calls in one pipelined round trip).
-Loading walks the agents with `HSCAN` in batches and claims each batch in one script.
+Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot's
+head, its dialog's changed parts (`parts`) and its deadline index only if this worker holds the
+agent, so every agent is always at its last complete write by its holder. The saves of agents
+that came to rest together are one script call (`save_many`; a very large group, several calls
+in one pipelined round trip). Loading walks the agents with `HSCAN` in batches and claims each
+batch in one script; a claim reads the head and the parts together and puts them back into the
+whole snapshot.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+import msgpack
 import redis
 
 from . import redis_scripts as lua
 from .base import LEASE_S, SWEEP_S, Claim, LeaseLost, SharedStore, Write
+from .parts import as_split, assemble
 from .slots import RedisSlots
 from .worker_name import is_dead_local, new_worker_name
 
@@ -27,8 +32,13 @@ _SAVE_BATCH = 512
 
 
 class RedisStore(RedisSlots, SharedStore):
-    """Snapshots in a Redis hash (`{prefix}:agents`), leased to workers (see `base.SharedStore`
-    and `redis_scripts` for the keys)."""
+    """Snapshots in a Redis hash (`{prefix}:agents`, their heads) and lists (`{prefix}:dialog:ID`,
+    their dialogs' parts), leased to workers (see `base.SharedStore` and `redis_scripts` for
+    the keys)."""
+
+    keeps_dialog_apart: ClassVar[bool] = True
+    #: A write group is a round trip: written by a thread of its own while the loop goes on.
+    writes_off_loop: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -52,7 +62,18 @@ class RedisStore(RedisSlots, SharedStore):
         self._owners = f"{prefix}:owners"
         self._deadlines = f"{prefix}:deadlines"
         self._workers = f"{prefix}:worker:"
+        self._dialogs = f"{prefix}:dialog:"
         self.worker = new_worker_name()
+        #: SAVE_MANY's keys and first arguments, encoded once (it runs for every write group).
+        names = (self.key, self._owners, self._deadlines, self.worker, self._dialogs)
+        self._save_head = [name.encode() for name in names]
+        #: The connection the write groups go over (taken from the client's pool when first
+        #: needed, given back on close), and what packs them as Redis's `cmsgpack` reads them
+        #: (str types only); the lock keeps a `save_many` of the loop's off the writing
+        #: thread's (they take turns anyway: `write_queue`).
+        self._writer: Any = None
+        self._packer = msgpack.Packer(use_bin_type=False)
+        self._writing = threading.Lock()
         self._scripts = {
             name: client.register_script(getattr(lua, name))
             for name in (
@@ -64,6 +85,7 @@ class RedisStore(RedisSlots, SharedStore):
                 "ALLOCATE",
                 "CLAIM_MANY",
                 "DUE",
+                "READ",
             )
         }
 
@@ -97,28 +119,73 @@ class RedisStore(RedisSlots, SharedStore):
 
     def save_many(self, writes: Sequence[Write]) -> list[int]:
         """One SAVE_MANY call per `_SAVE_BATCH` agents, all in one round trip: each agent this
-        worker holds is written; the others' ids are returned."""
-        keys = [self.key, self._owners, self._deadlines]
+        worker holds is written (its head, and its parts from the write's base on); the
+        others' ids are returned."""
         calls = []
         for start in range(0, len(writes), _SAVE_BATCH):
-            args: list[Any] = [self.worker]
+            batch = []
             for agent_id, document, deadline in writes[start : start + _SAVE_BATCH]:
-                args += (agent_id, document, "" if deadline is None else repr(deadline))
-            calls.append(args)
-        script = self._scripts["SAVE_MANY"]
+                split = as_split(document)
+                batch.append(
+                    (
+                        str(agent_id),
+                        split.head,
+                        "" if deadline is None else repr(deadline),
+                        -1 if split.base is None else split.base,
+                        split.parts,
+                    )
+                )
+            calls.append(batch)
         if len(calls) == 1:
-            replies = [script(keys=keys, args=calls[0])]
+            replies = [self._save_call(calls[0])]
         else:
+            keys = [self.key, self._owners, self._deadlines]
+            script = self._scripts["SAVE_MANY"]
             pipe = self._client.pipeline(transaction=False)
-            for args in calls:
+            for batch in calls:
+                args = [self.worker, self._dialogs, msgpack.packb(batch, use_bin_type=False)]
                 script(keys=keys, args=args, client=pipe)
             replies = pipe.execute()
         return [int(agent_id) for reply in replies for agent_id in reply]
 
+    def _save_call(self, batch: list[tuple[Any, ...]]) -> Any:
+        """One SAVE_MANY call on this store's own connection: the client's command path
+        (pool, retries, its telemetry) costs several times the round trip itself, and a write
+        group is made at almost every loop iteration of a busy worker. Like the client, this
+        loads the script if Redis lacks it, and tries a dropped connection once more (the call
+        may be made twice: SAVE_MANY's writes are idempotent, its parts replaced from a given
+        index)."""
+        with self._writing:
+            return self._save_on_writer(batch)
+
+    def _save_on_writer(self, batch: list[tuple[Any, ...]]) -> Any:
+        script = self._scripts["SAVE_MANY"]
+        writes = self._packer.pack(batch)
+        if self._writer is None:
+            self._writer = self._client.connection_pool.get_connection()
+        conn = self._writer
+        again = True
+        while True:
+            try:
+                conn.send_command("EVALSHA", script.sha, 3, *self._save_head, writes)
+                return conn.read_response()
+            except redis.exceptions.NoScriptError:
+                if not again:
+                    raise
+                conn.send_command("SCRIPT", "LOAD", script.script)
+                conn.read_response()
+            except redis.exceptions.ConnectionError:
+                conn.disconnect()
+                if not again:
+                    raise
+            again = False
+
     def delete(self, agent_id: int) -> None:
         """Remove the agent, unless another worker holds it."""
         if not self._run(
-            "DELETE", [self.key, self._owners, self._deadlines], [agent_id, self.worker]
+            "DELETE",
+            [self.key, self._owners, self._deadlines],
+            [agent_id, self.worker, self._dialogs],
         ):
             raise LeaseLost(f"agent {agent_id} is held by another worker now")
 
@@ -136,15 +203,18 @@ class RedisStore(RedisSlots, SharedStore):
             yield from self._claim_many(batch)
 
     def _claim_many(self, ids: list[bytes]) -> Iterator[tuple[int, bytes]]:
-        claimed, busy = self._run(
-            "CLAIM_MANY", [self.key, self._owners], [self.worker, self._workers, *ids]
-        )
+        args = [self.worker, self._workers, self._dialogs, *ids]
+        claimed, busy = self._run("CLAIM_MANY", [self.key, self._owners], args)
         if self._reap(busy):  # some were held by a dead process of this machine: try again
-            claimed += self._run(
-                "CLAIM_MANY", [self.key, self._owners], [self.worker, self._workers, *ids]
-            )[0]
-        for i in range(0, len(claimed), 2):
-            yield int(claimed[i]), claimed[i + 1]
+            claimed += self._run("CLAIM_MANY", [self.key, self._owners], args)[0]
+        for i in range(0, len(claimed), 3):
+            yield int(claimed[i]), assemble(claimed[i + 1], claimed[i + 2])
+
+    def stored(self, agent_id: int) -> bytes | None:
+        """The agent's snapshot as stored (head and parts put together), or None; read
+        without claiming it."""
+        found = self._run("READ", [self.key], [agent_id, self._dialogs])
+        return None if found is None else assemble(found[0], found[1])
 
     def _reap(self, owners: Sequence[bytes]) -> bool:
         """End the leases of owners that are dead processes of this machine (see
@@ -170,12 +240,14 @@ class RedisStore(RedisSlots, SharedStore):
 
     def _claim_once(self, agent_id: int, adopt: bool) -> Claim:
         reply = self._run(
-            "CLAIM", [self.key, self._owners], [agent_id, self.worker, self._workers, int(adopt)]
+            "CLAIM",
+            [self.key, self._owners],
+            [agent_id, self.worker, self._workers, int(adopt), self._dialogs],
         )
         status = reply[0].decode()
         if status == "missing":
             return Claim("missing")
-        document = reply[1] or None
+        document = assemble(reply[1], reply[3]) if reply[1] else None
         owner = reply[2].decode() if status == "busy" else None
         return Claim(status, document, owner)
 
@@ -211,4 +283,8 @@ class RedisStore(RedisSlots, SharedStore):
     def close(self) -> None:
         """Write what is queued, then close the client's connections."""
         self.flush_queued()
+        with self._writing:
+            if self._writer is not None:
+                self._client.connection_pool.release(self._writer)
+                self._writer = None
         self._client.close()

@@ -1,43 +1,57 @@
 """The Lua scripts of the shared Redis store: each step of the lease protocol is one script,
 so Redis runs it atomically and no two workers can both take an agent.
 
-Keys (`P` is the store's prefix): `P:agents` (hash: id → snapshot), `P:owners` (hash: id →
-the worker holding it), `P:deadlines` (sorted set: id scored by its pause deadline),
-`P:next_id` (counter) and `P:worker:NAME` (a key with an expiry: worker NAME is alive while it
-exists). An agent is held by a worker when its `owners` field names a worker whose key exists.
+Keys (`P` is the store's prefix): `P:agents` (hash: id → the snapshot's head, see `parts`),
+`P:dialog:ID` (list: the parts of agent ID's dialog, in order; none for a head that is a whole
+snapshot), `P:owners` (hash: id → the worker holding it), `P:deadlines` (sorted set: id scored
+by its pause deadline), `P:next_id` (counter) and `P:worker:NAME` (a key with an expiry: worker
+NAME is alive while it exists). An agent is held by a worker when its `owners` field names a
+worker whose key exists.
 """
 
-# KEYS: agents, owners. ARGV: id, me, worker key prefix, adopt ("1": claim even if not stored).
+# KEYS: agents, owners. ARGV: id, me, worker key prefix, adopt ("1": claim even if not stored),
+# dialog key prefix. Returns {status, head, owner or '', parts}.
 CLAIM = """
 local doc = redis.call('HGET', KEYS[1], ARGV[1])
 if not doc and ARGV[4] ~= '1' then return {'missing'} end
+local parts = redis.call('LRANGE', ARGV[5] .. ARGV[1], 0, -1)
 local owner = redis.call('HGET', KEYS[2], ARGV[1])
 if owner and owner ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. owner) == 1 then
-  return {'busy', doc or '', owner}
+  return {'busy', doc or '', owner, parts}
 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return {'claimed', doc or ''}
+return {'claimed', doc or '', '', parts}
 """
 
-# KEYS: agents, owners, deadlines. ARGV: me, then id, snapshot, deadline ("" = none) for each
-# agent. Writes the agents this worker holds (snapshot and deadline index) and returns the ids
-# of the others, untouched. One HMGET, one HSET and at most one ZREM and one ZADD whatever the
-# count (the caller keeps a call under `unpack`'s limit).
+# KEYS: agents, owners, deadlines. ARGV: me, dialog key prefix, the writes: one msgpack array
+# (Redis's own `cmsgpack` reads it, str types only) of [id, head, deadline ("" = none), base
+# (-1 = its parts stay as they are), [parts]] per agent. One argument for the whole group: a
+# client spends its time per argument. Writes the agents this worker holds (head, parts from
+# `base` on, deadline index) and returns the ids of the others, untouched. One HMGET, one HSET
+# and at most one ZREM and one ZADD whatever the count, and an LTRIM (or DEL) and an RPUSH per
+# agent whose parts change (the caller keeps a call under `unpack`'s limit).
 SAVE_MANY = """
+local writes = cmsgpack.unpack(ARGV[3])
 local ids = {}
-for i = 2, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+for n, w in ipairs(writes) do ids[n] = w[1] end
 local owners = redis.call('HMGET', KEYS[2], unpack(ids))
 local refused, docs, gone, due = {}, {}, {}, {}
-for n, id in ipairs(ids) do
-  local at = 3 * n - 1
+for n, w in ipairs(writes) do
+  local id = w[1]
   if owners[n] == ARGV[1] then
     docs[#docs + 1] = id
-    docs[#docs + 1] = ARGV[at + 1]
-    if ARGV[at + 2] == '' then
+    docs[#docs + 1] = w[2]
+    if w[3] == '' then
       gone[#gone + 1] = id
     else
-      due[#due + 1] = ARGV[at + 2]
+      due[#due + 1] = w[3]
       due[#due + 1] = id
+    end
+    local base, parts = w[4], w[5]
+    if base >= 0 then
+      local key = ARGV[2] .. id
+      if base == 0 then redis.call('DEL', key) else redis.call('LTRIM', key, 0, base - 1) end
+      if #parts > 0 then redis.call('RPUSH', key, unpack(parts)) end
     end
   else
     refused[#refused + 1] = id
@@ -49,11 +63,13 @@ if #due > 0 then redis.call('ZADD', KEYS[3], unpack(due)) end
 return refused
 """
 
-# KEYS: agents, owners, deadlines. ARGV: id, me. Refused (0) only if another worker holds it.
+# KEYS: agents, owners, deadlines. ARGV: id, me, dialog key prefix. Refused (0) only if
+# another worker holds it.
 DELETE = """
 local owner = redis.call('HGET', KEYS[2], ARGV[1])
 if owner and owner ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', ARGV[3] .. ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 return 1
@@ -93,11 +109,12 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[2], id, ARGV[1]) end
 return id
 """
 
-# KEYS: agents, owners. ARGV: me, worker key prefix, ids... Claims every listed agent no live
-# worker holds: returns {id, snapshot, id, snapshot, ...} and the owners that held the others.
+# KEYS: agents, owners. ARGV: me, worker key prefix, dialog key prefix, ids... Claims every
+# listed agent no live worker holds: returns {id, head, parts, id, head, parts, ...} and the
+# owners that held the others.
 CLAIM_MANY = """
 local out, busy = {}, {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   local id = ARGV[i]
   local owner = redis.call('HGET', KEYS[2], id)
   if owner and owner ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. owner) == 1 then
@@ -108,10 +125,18 @@ for i = 3, #ARGV do
       redis.call('HSET', KEYS[2], id, ARGV[1])
       out[#out + 1] = id
       out[#out + 1] = doc
+      out[#out + 1] = redis.call('LRANGE', ARGV[3] .. id, 0, -1)
     end
   end
 end
 return {out, busy}
+"""
+
+# KEYS: agents. ARGV: id, dialog key prefix. The agent's head and parts, read without a claim.
+READ = """
+local doc = redis.call('HGET', KEYS[1], ARGV[1])
+if not doc then return false end
+return {doc, redis.call('LRANGE', ARGV[2] .. ARGV[1], 0, -1)}
 """
 
 # KEYS: deadlines. ARGV: now, limit. The ids whose deadline is due.

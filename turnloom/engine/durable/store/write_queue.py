@@ -8,19 +8,27 @@ that came to rest in between has put its own, and all of them go to the store in
 waited runs: the host hears of a pause or a completion only once its snapshot is stored.
 
 A second rest of the same agent before the flush replaces its snapshot (the newer state is
-the one to keep) and keeps what waited for the first. A write refused because another worker
-holds the agent runs the agent's `refused` first; a write that fails is logged
+the one to keep) and keeps what waited for the first. Before anything that waited runs, each
+agent (its `Writer`) hears whether its write is in (a write that only carries what changed,
+`parts.SplitWrite`, depends on what the store holds). A write refused because another worker
+holds the agent then runs the writer's `write_refused` first; a write that fails is logged
 (`store.write_failed`) and what waited runs all the same, as when each write was its own.
+
+This runs at every rest of every durable agent, so it allocates one record per write and
+calls nothing it need not.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+import concurrent.futures
+import contextlib
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
 
 from ...support.logs import get_logger
+from .parts import SplitWrite
 
 log = get_logger("turnloom.store")
 
@@ -30,85 +38,192 @@ class Store(Protocol):
 
     queued: WriteQueue | None
 
-    def save_many(self, writes: Sequence[tuple[int, bytes, float | None]]) -> list[int]:
+    def save_many(
+        self, writes: Sequence[tuple[int, bytes | SplitWrite, float | None]]
+    ) -> list[int]:
         """Write them all; the ids refused."""
 
 
-@dataclass(slots=True)
+class Writer(Protocol):
+    """Whoever queues a write (a durable agent): told how it went."""
+
+    def write_done(self, kept: Any, written: bool) -> None:
+        """Its write is in (`written`), or not (failed or refused); `kept` as given to `put`."""
+
+    def write_refused(self) -> None:
+        """Its write was refused: another worker holds the agent now."""
+
+
 class _Queued:
-    document: bytes
-    deadline: float | None
-    refused: Callable[[], None]
-    then: list[Callable[[], None]] = field(default_factory=list)
+    __slots__ = ("deadline", "document", "kept", "then", "writer")
+
+    def __init__(
+        self,
+        document: bytes | SplitWrite,
+        deadline: float | None,
+        writer: Writer,
+        kept: Any,
+        then: list[Callable[[], None]],
+    ) -> None:
+        self.document = document
+        self.deadline = deadline
+        self.writer = writer
+        self.kept = kept
+        self.then = then
 
 
 class WriteQueue:
-    """The snapshots one store has yet to write, flushed once per loop iteration."""
+    """The snapshots one store has yet to write, flushed once per loop iteration.
+
+    For a store whose writes go off the loop (`Store.writes_off_loop`: a network round trip,
+    during which the loop would sit idle), a group is written by a thread of its own, one group
+    at a time: the loop goes on meanwhile, and what comes to rest meanwhile is the next group,
+    written once the one in flight is in. Ordering is kept: a group is told (its writers, then
+    what waited) on the loop when it is in, before the next one is sent; an event of an agent
+    whose write is in flight waits behind it as behind a queued one."""
 
     def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
         self.store = store
         self.loop = loop
-        self._queued: dict[int, _Queued] = {}
+        #: The writes waiting, by agent id.
+        self.pending: dict[int, _Queued] = {}
+        #: The group being written off the loop (empty when none is).
+        self.flying: dict[int, _Queued] = {}
+        self._flight: Future[Collection[int]] | None = None
+        self._thread: ThreadPoolExecutor | None = None
         self._flush_scheduled = False
 
     def put(
         self,
         agent_id: int,
-        document: bytes,
+        document: bytes | SplitWrite,
         deadline: float | None,
-        refused: Callable[[], None],
+        writer: Writer,
+        kept: Any = None,
+        then: Callable[[], None] | None = None,
     ) -> None:
-        """Queue the agent's snapshot (replacing one it queued before) for the next flush;
-        `refused` runs if the store refuses it (`LeaseLost`)."""
-        queued = self._queued.get(agent_id)
+        """Queue the agent's snapshot (replacing one it queued before) for the next flush; the
+        `writer` is told how it went (with `kept`), then `then` runs once it is written."""
+        queued = self.pending.get(agent_id)
         if queued is not None:
-            queued.document, queued.deadline, queued.refused = document, deadline, refused
+            queued.document, queued.deadline = document, deadline
+            queued.writer, queued.kept = writer, kept
+            if then is not None:
+                queued.then.append(then)
             return
-        self._queued[agent_id] = _Queued(document, deadline, refused)
-        if not self._flush_scheduled:
+        self.pending[agent_id] = _Queued(
+            document, deadline, writer, kept, [] if then is None else [then]
+        )
+        if not self._flush_scheduled and self._flight is None:
             self._flush_scheduled = True
             self.loop.call_soon(self._scheduled_flush)
 
     def then(self, agent_id: int, action: Callable[[], None]) -> bool:
-        """Run `action` once the agent's queued snapshot is written; False (and nothing done)
-        if it has none queued."""
-        queued = self._queued.get(agent_id)
+        """Run `action` once the agent's latest snapshot is written (queued or in flight);
+        False (and nothing done) if it has none on the way."""
+        queued = self.pending.get(agent_id) or self.flying.get(agent_id)
         if queued is None:
             return False
         queued.then.append(action)
         return True
 
     def holds(self, agent_id: int) -> bool:
-        """Whether the agent has a snapshot waiting to be written."""
-        return agent_id in self._queued
+        """Whether the agent has a snapshot on its way to the store (queued or in flight)."""
+        return agent_id in self.pending or agent_id in self.flying
 
     def _scheduled_flush(self) -> None:
         self._flush_scheduled = False
-        self.flush()
+        if self._flight is not None:  # the group in flight sends this one once it is in
+            return
+        if getattr(self.store, "writes_off_loop", False):
+            self._send()
+        else:
+            self.flush()
+
+    def _send(self) -> None:
+        """Hand the queued group to the writing thread."""
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, {}
+        writes = [(agent_id, item.document, item.deadline) for agent_id, item in batch.items()]
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="turnloom-store")
+        self.flying = batch
+        flight = self._flight = self._thread.submit(self.store.save_many, writes)
+        flight.add_done_callback(self._landed_elsewhere)
+
+    def _landed_elsewhere(self, flight: Future[Collection[int]]) -> None:
+        # On the writing thread: the rest is the loop's. A closed loop: whoever closes the
+        # store flushes, and tells what was in flight then.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._landed, flight)
+
+    def _landed(self, flight: Future[Collection[int]]) -> None:
+        if flight is not self._flight:  # already told by a flush that waited for it
+            return
+        batch, self.flying, self._flight = self.flying, {}, None
+        self._told(batch, *_outcome(flight))
+        if self.pending and not self._flush_scheduled and self._flight is None:
+            self._send()
 
     def flush(self) -> None:
-        """Write every queued snapshot in one `save_many`, then run what waited for each."""
-        if not self._queued:
+        """Write now every snapshot on its way (the group in flight is waited for first), and
+        run what waited for each."""
+        flight = self._flight
+        if flight is not None:
+            batch, self.flying, self._flight = self.flying, {}, None
+            concurrent.futures.wait([flight])
+            self._told(batch, *_outcome(flight))
+        if not self.pending:
             return
         # Taken whole first: what runs after the write may queue again (a registered tool that
         # resumes a pause at once), and that goes to the next flush.
-        batch, self._queued = self._queued, {}
-        refused: set[int] = set()
+        batch, self.pending = self.pending, {}
         try:
-            refused = set(
-                self.store.save_many(
-                    [(agent_id, item.document, item.deadline) for agent_id, item in batch.items()]
-                )
+            refused = self.store.save_many(
+                [(agent_id, item.document, item.deadline) for agent_id, item in batch.items()]
             )
-        except Exception:
-            log.exception("store.write_failed", agent_ids=list(batch))
+        except Exception as exc:
+            self._told(batch, (), exc)
+        else:
+            self._told(batch, refused, None)
+
+    def stop(self) -> None:
+        """Flush, and end the writing thread (a later write starts another)."""
+        self.flush()
+        if self._thread is not None:
+            self._thread.shutdown()
+            self._thread = None
+
+    @staticmethod
+    def _told(
+        batch: dict[int, _Queued], refused: Collection[int], error: BaseException | None
+    ) -> None:
+        """Tell the writers of a written group how it went (the ids `refused`, or the write
+        failed with `error`), then run what waited for each."""
+        failed = error is not None
+        if failed:
+            log.error("store.write_failed", agent_ids=list(batch), exc_info=error)
+        elif refused:
+            refused = set(refused)
+        # Every agent learns what its store holds before anything runs that may write again
+        # (a callback that makes another agent pause, and so flush, at once).
         for agent_id, item in batch.items():
-            actions = [item.refused, *item.then] if agent_id in refused else item.then
+            item.writer.write_done(item.kept, not failed and agent_id not in refused)
+        for agent_id, item in batch.items():
+            actions = item.then
+            if agent_id in refused:
+                actions = [item.writer.write_refused, *actions]
             for action in actions:
                 try:
                     action()
                 except Exception:  # one agent's failure must not keep the others' hosts waiting
                     log.exception("store.after_write_failed", agent_id=agent_id)
+
+
+def _outcome(flight: Future[Collection[int]]) -> tuple[Collection[int], BaseException | None]:
+    error = flight.exception()
+    return ((), error) if error is not None else (flight.result(), None)
 
 
 def write_queue(store: Store, loop: asyncio.AbstractEventLoop) -> WriteQueue:
@@ -117,6 +232,6 @@ def write_queue(store: Store, loop: asyncio.AbstractEventLoop) -> WriteQueue:
     queue = store.queued
     if queue is None or queue.loop is not loop:
         if queue is not None:
-            queue.flush()
+            queue.stop()
         queue = store.queued = WriteQueue(store, loop)
     return queue

@@ -1,0 +1,268 @@
+"""The built-in stores keep an agent's dialog apart from the rest of its snapshot
+(`engine/durable/store/parts.py`): a pause writes the head alone, a completion the head and one
+part; what a store reads back is the whole snapshot, byte for byte. On SQLite and on a real
+Redis server.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+import turnloom as tl
+from tests.durable import scenario
+from turnloom.engine.durable.restore import read_snapshot
+from turnloom.engine.durable.snapshot import HeadPacker, head_document, pack
+from turnloom.engine.durable.store import SQLiteStore, open_store
+from turnloom.engine.durable.store.parts import SplitWrite, assemble, parts_marker
+from turnloom.engine.durable.store.redis import RedisStore
+from turnloom.engine.support.rejections import InvalidParamValue
+
+StoreSpec = Callable[[], Any]
+
+
+def _engine(store: Any) -> tl.Engine:
+    return tl.Engine(scenario.model(), clock=tl.VirtualClock(), store=store)
+
+
+def _parts(store: Any, agent_id: int) -> list[bytes]:
+    """The agent's dialog parts as the store keeps them."""
+    if isinstance(store, SQLiteStore):
+        rows = store._db.execute(
+            "SELECT messages FROM turnloom_dialog WHERE agent_id = ? ORDER BY part", (agent_id,)
+        )
+        return [bytes(messages) for (messages,) in rows]
+    assert isinstance(store, RedisStore)
+    return list(store._client.lrange(f"{store.prefix}:dialog:{agent_id}", 0, -1))
+
+
+def _drop_parts(store: Any, agent_id: int) -> None:
+    if isinstance(store, SQLiteStore):
+        store._db.execute("DELETE FROM turnloom_dialog WHERE agent_id = ?", (agent_id,))
+    else:
+        store._client.delete(f"{store.prefix}:dialog:{agent_id}")
+
+
+def _writes(store: Any) -> list[tuple[int, Any]]:
+    """Every (agent id, document) `save_many` is given from now on, in order."""
+    seen: list[tuple[int, Any]] = []
+    save_many = store.save_many
+
+    def recorded(writes: Any) -> list[int]:
+        seen.extend((agent_id, document) for agent_id, document, _ in writes)
+        return save_many(writes)
+
+    store.save_many = recorded
+    return seen
+
+
+def test_the_stored_agent_is_its_whole_snapshot_at_every_rest(store_spec: StoreSpec) -> None:
+    store = open_store(store_spec())
+    with _engine(store) as engine:
+        agent = engine.create_agent(scenario.graph("pause"))
+        for turn in range(1, 41):
+            assert agent.send_message(f"turn {turn}").paused
+            assert store.stored(agent.agent_id) == agent.snapshot()
+            assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+            assert store.stored(agent.agent_id) == agent.snapshot()
+            # Parts merge binary-counter style: as many as the 1 bits of the turn count.
+            assert len(_parts(store, agent.agent_id)) == turn.bit_count()
+        dialog = agent.dialog
+    with _engine(store_spec()) as again:
+        assert again.agent(agent.agent_id).dialog == dialog
+
+
+def test_a_pause_writes_the_head_alone_and_a_completion_one_part(store_spec: StoreSpec) -> None:
+    store = open_store(store_spec())
+    with _engine(store) as engine:
+        agent = engine.create_agent(scenario.graph("pause"))
+        scenario.finish(agent, agent.send_message("one"), "pause")
+        scenario.finish(agent, agent.send_message("two"), "pause")
+        writes = _writes(store)
+        agent.send_message("three")
+        ((_, paused),) = writes
+        assert isinstance(paused, SplitWrite)
+        assert (paused.base, paused.parts) == (None, ())
+        assert paused.head.endswith(parts_marker(1))  # 2 turns: one part of two
+        agent.resume()
+        _, completed = writes[1]
+        assert (completed.base, len(completed.parts)) == (1, 1)  # appended after the first
+        assert completed.head.endswith(parts_marker(2))
+        (part,) = completed.parts
+        assert msgpack.unpackb(part)[0]["content"] == "three"
+
+
+def test_a_write_that_failed_makes_the_next_one_write_the_dialog_whole(
+    store_spec: StoreSpec,
+) -> None:
+    store = open_store(store_spec())
+    with _engine(store) as engine:
+        agent = engine.create_agent(scenario.graph("pause"))
+        for turn in range(3):
+            scenario.finish(agent, agent.send_message(f"turn {turn}"), "pause")
+        save_many = store.save_many
+
+        def fails_once(writes: Any) -> list[int]:
+            store.save_many = save_many
+            raise ConnectionError("the store is away")
+
+        store.save_many = fails_once
+        agent.send_message("lost")  # logged, and the turn goes on
+        writes = _writes(store)
+        agent.resume()
+        ((_, whole),) = writes
+        assert (whole.base, len(whole.parts)) == (0, 1)  # every part replaced by one
+        assert store.stored(agent.agent_id) == agent.snapshot()
+        assert len(_parts(store, agent.agent_id)) == 1
+
+
+def test_an_agent_stored_whole_comes_back_and_is_then_kept_in_parts(
+    store_spec: StoreSpec,
+) -> None:
+    with _engine(":memory:") as elsewhere:
+        agent = elsewhere.create_agent(scenario.graph("pause"))
+        for turn in range(5):
+            scenario.finish(agent, agent.send_message(f"turn {turn}"), "pause")
+        whole = agent.snapshot()
+    store = open_store(store_spec())
+    agent_id = store.allocate_id(True) if isinstance(store, RedisStore) else 1
+    store.save(agent_id, whole)  # the layout before dialogs were kept apart
+    assert _parts(store, agent_id) == [] and store.stored(agent_id) == whole
+    with _engine(store) as engine:
+        agent = engine.restore(whole) if isinstance(store, RedisStore) else engine.agent(agent_id)
+        assert agent.dialog == tl.AgentSnapshot(whole).to_dict()["dialog"]
+        scenario.finish(agent, agent.send_message("turn 5"), "pause")
+        assert store.stored(agent.agent_id) == agent.snapshot()
+        # Its first write put the five turns it came back with in one part; then the sixth.
+        assert len(_parts(store, agent.agent_id)) == 2
+
+
+def test_a_head_without_all_its_parts_is_refused_by_name(store_spec: StoreSpec) -> None:
+    store = open_store(store_spec())
+    with _engine(store) as engine:
+        agent = engine.create_agent(scenario.graph("pause"))
+        for turn in range(3):  # two parts: 2 turns, then 1
+            scenario.finish(agent, agent.send_message(f"turn {turn}"), "pause")
+        agent_id = agent.agent_id
+        first, second = _parts(store, agent_id)
+        _drop_parts(store, agent_id)
+        head = store.stored(agent_id)
+        assert head.endswith(parts_marker(2))  # the head alone: nothing to put back
+        with pytest.raises(InvalidParamValue, match="kept apart in 2 part"):
+            read_snapshot(head, lambda name: None)
+        with pytest.raises(tl.TurnloomError, match="kept apart in 2 part") as refused:
+            engine.restore(tl.AgentSnapshot(head))
+        assert refused.value.code is tl.ErrorCode.InvalidParamValue
+        # A part short: returned as it is, and refused the same way.
+        assert assemble(head, [first]) == head
+        assert assemble(head, [first, second]) == agent.snapshot()
+        assert assemble(head, [first, b"\xc0"]) == head  # not an array of messages
+
+
+def test_a_schema_1_file_is_read_and_marked_schema_2(tmp_path: Path) -> None:
+    with _engine(":memory:") as elsewhere:
+        agent = elsewhere.create_agent(scenario.graph("pause"))
+        scenario.finish(agent, agent.send_message("hi"), "pause")
+        whole = bytes(agent.snapshot())
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE turnloom_meta (key TEXT PRIMARY KEY, value TEXT)")
+    db.execute("INSERT INTO turnloom_meta VALUES ('schema', '1')")
+    db.execute(
+        "CREATE TABLE turnloom_agents (agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL)"
+    )
+    db.execute("INSERT INTO turnloom_agents VALUES (1, ?)", (whole,))
+    db.commit()
+    db.close()
+    with _engine(str(path)) as engine:
+        assert engine.agent(1).dialog == tl.AgentSnapshot(whole).to_dict()["dialog"]
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM turnloom_meta").fetchone() == ("2",)
+    db.execute("UPDATE turnloom_meta SET value = '3'")
+    db.commit()
+    db.close()
+    with pytest.raises(ValueError, match="store schema 3, this turnloom reads 2"):
+        SQLiteStore(path)
+
+
+def test_redis_writes_go_on_after_a_script_flush_and_a_dropped_connection(redis_url: str) -> None:
+    import redis
+
+    store = RedisStore(redis.Redis.from_url(redis_url), prefix="parts-reconnect")
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        store.heartbeat(5)
+        agent_id = store.allocate_id(True)
+        store.save(agent_id, b"one")
+        admin.script_flush()  # as after a Redis restart: the write loads its script again
+        store.save(agent_id, b"two")
+        assert store.stored(agent_id) == b"two"
+        admin.client_kill_filter(_type="normal", skipme=True)  # every other connection
+        store.save(agent_id, b"three")  # its connection dropped: it connects again
+        assert store.stored(agent_id) == b"three"
+    finally:
+        for key in admin.scan_iter("parts-reconnect:*"):
+            admin.delete(key)
+        store.close()
+        admin.close()
+
+
+def test_the_head_is_packed_as_the_whole_document_whatever_changed_since_the_last() -> None:
+    # Each turn picks a line at random, then one in turn, then pauses: the random source and
+    # the node state change before the pause, with no completion in between (the call counter
+    # and the last result, which the packer compares, stay the same).
+    graph = (
+        tl.GraphDescription()
+        .add_node(
+            "shuffle",
+            tl.CannedResponseParams(lines=["a", "b"], selection=tl.Selection.Random,
+                                    default_exit="cycle"),
+        )
+        .add_node(
+            "cycle",
+            tl.CannedResponseParams(lines=["x", "y", "z"], selection=tl.Selection.Cycle,
+                                    default_exit="gate"),
+        )
+        .add_node("gate", tl.PauseParams(default_exit="answer"))
+        .add_node("answer", tl.GenerateParams(system_prompt="Mira"))
+        .set_start_node("shuffle")
+        .set_default_model_name("mock")
+    )  # fmt: skip
+
+    def same(heads: HeadPacker, core: Any) -> None:
+        for dialog in (3, []):  # a head, and a whole document
+            assert heads.pack(core, dialog) == pack(head_document(core, dialog))
+
+    with _engine(":memory:") as engine:
+        agent = engine.create_agent(scenario.graph("pause"), tags={"npc": "mira"})
+        core, heads = agent._agent._core, HeadPacker()
+        same(heads, core)
+        core.node_state = {"late": {"next": 1}}  # a node keeps state: no other change
+        same(heads, core)
+        core.node_state = None
+        same(heads, core)
+        core.rng.random()  # its random source in use from now on
+        same(heads, core)
+        scenario.finish(agent, agent.send_message("hi"), "pause")
+        same(heads, core)
+        agent = engine.create_agent(scenario.graph("pause"))
+        core, heads = agent._agent._core, HeadPacker()
+        same(heads, core)
+        agent.change_params("answer", {"system_prompt": "Mira, changed"})
+        same(heads, core)
+        agent.set_input_policy("enqueue")
+        same(heads, core)
+        core.tags = {"npc": "mira", "mood": "glad"}
+        same(heads, core)
+        agent = engine.create_agent(graph)
+        core, heads = agent._agent._core, HeadPacker()
+        for turn in range(3):
+            assert agent.send_message(f"turn {turn}").paused
+            same(heads, core)
+            agent.resume()
+            same(heads, core)

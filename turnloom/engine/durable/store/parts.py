@@ -1,0 +1,90 @@
+"""How the built-in stores keep a snapshot: its head, and its dialog apart in a few parts.
+
+A dialog only grows (a completed turn's interaction joins its end) and is most of a long
+snapshot's bytes, so writing the whole snapshot at every pause and every completion writes the
+same dialog again and again. `SQLiteStore` and `RedisStore` keep each agent as:
+
+* its **head**: the snapshot document whose last entry is `"dialog": N` (the number of parts)
+  instead of the messages; itself a msgpack document, refused by `restore` if read alone;
+* its **parts**: N msgpack arrays of flat messages, in order; together, the dialog.
+
+A write (`SplitWrite`) replaces the head and, from some index on, the parts: a pause writes
+only the head, a completion the head and one part with the turns that joined since (merged
+with the last parts now and then, so an agent has about log2(turns) parts). The head and its
+parts are written together, atomically per agent (one transaction, one script), so a crash
+leaves every agent at its last complete write. `assemble` puts the snapshot back together,
+byte for byte the one `take_snapshot` gives. A whole snapshot (`Store.save`, or a stored agent
+written before this layout) is a head with no parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgpack
+
+_PACKER = msgpack.Packer(use_bin_type=True)
+#: The document's last key; its value is the dialog, or in a head the number of parts.
+_DIALOG_KEY = _PACKER.pack("dialog")
+
+
+class SplitWrite:
+    """One agent's write as a store that keeps the dialog apart takes it.
+
+    `head`: the document with `"dialog": len(parts after the write)` as its last entry (a whole
+    snapshot for a head with no parts). `base`: None if the stored parts stay as they are;
+    else the stored parts from index `base` on are replaced by `parts` (0: all of them). A
+    plain class: one is made at every rest of every durable agent."""
+
+    __slots__ = ("base", "head", "parts")
+
+    def __init__(self, head: bytes, base: int | None = 0, parts: tuple[bytes, ...] = ()) -> None:
+        self.head = head
+        self.base = base
+        self.parts = parts
+
+    def __repr__(self) -> str:
+        return f"SplitWrite({len(self.head)} bytes, base={self.base}, parts={len(self.parts)})"
+
+
+def as_split(document: bytes | SplitWrite) -> SplitWrite:
+    """A whole snapshot as a write of a head with no parts; a `SplitWrite` as it is."""
+    return document if isinstance(document, SplitWrite) else SplitWrite(document)
+
+
+def parts_marker(count: int) -> bytes:
+    """How a head with `count` parts ends: the key "dialog", then the count."""
+    return _DIALOG_KEY + _PACKER.pack(count)
+
+
+def _array(part: bytes) -> tuple[int, int]:
+    """(messages, offset of the first) of a part, a msgpack array."""
+    first = part[0]
+    if 0x90 <= first <= 0x9F:
+        return first & 0x0F, 1
+    if first == 0xDC:
+        return int.from_bytes(part[1:3], "big"), 3
+    if first == 0xDD:
+        return int.from_bytes(part[1:5], "big"), 5
+    raise ValueError("a dialog part is not a msgpack array")
+
+
+def assemble(head: bytes, parts: Sequence[bytes]) -> bytes:
+    """The whole snapshot of a stored agent: its head with the dialog put back from its parts.
+
+    With no parts the head is a whole snapshot already. A head that does not end with its
+    parts' count (a part lost, or a foreign value) is returned as it is, and `restore` refuses
+    it by name (its dialog is a count)."""
+    if not parts:
+        return bytes(head)
+    marker = parts_marker(len(parts))
+    if not head.endswith(marker):
+        return bytes(head)
+    try:
+        arrays = [_array(part) for part in parts]
+    except (ValueError, IndexError):
+        return bytes(head)
+    total = sum(count for count, _ in arrays)
+    pieces = [head[: len(head) - len(marker)], _DIALOG_KEY, _PACKER.pack_array_header(total)]
+    pieces += [part[offset:] for part, (_, offset) in zip(parts, arrays, strict=True)]
+    return b"".join(pieces)

@@ -299,7 +299,10 @@ def test_diagnostics_say_how_close_the_decision_was() -> None:
     scorer = ScoringMock("mock", script=["unused"])
     score = run(scorer, node(), "please move east")["diagnostics"]["score"]
     assert score["tool"] == "move" and score["margin"] > 0
-    assert score["arguments"]["direction"] > 0  # east over the runner-up, calibrated
+    # "east" is the one value the line names: nothing to choose between, no margin.
+    assert score["arguments"] == {}
+    lit = run(scorer, node(), "set light on the porch")["diagnostics"]["score"]
+    assert lit["tool"] == "set_light" and "on" in lit["arguments"]  # a boolean: scored
     assert score["request"] > 0  # "please move east" asks for something
     talk = run(scorer, node(), "What a nice evening")["diagnostics"]["score"]
     assert talk["request"] < 0 and "tool" not in talk and "margin" not in talk
@@ -440,3 +443,17 @@ def test_a_boolean_reads_the_words_of_its_values_description() -> None:
     assert sa._phrases("true if it cannot wait.") == ("it cannot wait", "")
     assert sa._phrases("Whether it is lit.") == ("", "")
     assert sw.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here
+
+
+def test_boundaries_a_model_ships_are_not_measured_again() -> None:
+    class Shipped(ScoringMock):
+        def measured(self, name: str) -> dict[str, float] | None:
+            kinds = ("question", "statement", "after call")
+            return dict.fromkeys(kinds, 0.0) if name == sr.MEASURED_AS else None
+
+    scorer = Shipped("mock", script=["unused"])
+    run(scorer, node(), "What a nice evening")
+    assert len(scorer.scored) == 1  # the line's own request, nothing measured
+    other = ScoringMock("mock", script=["unused"])
+    run(other, node(), "What a nice evening")
+    assert len(other.scored) == 1 + len(sr.CALIBRATION) + len(sr.CALIBRATION_AFTER_CALL)

@@ -145,3 +145,16 @@ def test_the_scorer_keeps_its_own_cached_prompt_while_agents_generate(
     again = asyncio.run(model.score_choices(prompt, choices, agent_id=8))
     # Equal but for a few hundredths of a nat, which depend on how much was cached before.
     assert again == pytest.approx(first, abs=0.1)
+
+
+def test_the_default_model_ships_its_request_boundaries_as_measured(model: tl.LlamaModel) -> None:
+    from turnloom.engine.turns.nodes import score_request as sr
+
+    shipped = model.measured(sr.MEASURED_AS)
+    assert shipped is not None, (
+        f"the catalog's default entry has no values under {sr.MEASURED_AS}: the request "
+        "prompt or its lines changed; measure them again (score_request.measure_boundaries)"
+    )
+    fresh = asyncio.run(sr.measure_boundaries(model))
+    # A few hundredths of a nat move with what was cached before each scoring.
+    assert fresh == pytest.approx(dict(shipped), abs=0.05), f"measured now: {fresh}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +136,12 @@ class ModelBackend(ABC):
         """How a ToolCall node that names no `decision` decides on this model: `"generate"`
         (the model writes its call) or `"score"` (see `tool_decision`)."""
         return "generate"
+
+    def measured(self, name: str) -> Mapping[str, float] | None:
+        """Values the `score` decision would measure at this model's first decision, if they
+        were measured once for this model file and ship with it, under `name` (which names
+        what was measured, and how); None: measure them."""
+        return None
 
     def scoring_error(self) -> str | None:
         """Why this backend cannot score texts by likelihood (so a ToolCall node's `score`

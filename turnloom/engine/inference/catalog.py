@@ -78,6 +78,9 @@ class CatalogEntry:
     tool_decision: str = "generate"
     #: Extra texts that end a reply (end-of-generation tokens always do).
     stop: tuple[str, ...] = ()
+    #: Values the `score` decision measures at a model's first decision, measured once for
+    #: this GGUF and shipped with it, by what they measure (`ModelBackend.measured`).
+    measured: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: Extra keyword arguments for `llama_cpp.Llama` (n_threads, n_gpu_layers, ...).
     llama_options: Mapping[str, Any] = field(default_factory=dict)
     #: One line for humans.
@@ -91,6 +94,8 @@ class CatalogEntry:
         # Frozen entries are shared between models: keep their mappings read-only.
         object.__setattr__(self, "sampling", MappingProxyType(dict(self.sampling)))
         object.__setattr__(self, "llama_options", MappingProxyType(dict(self.llama_options)))
+        frozen = {name: MappingProxyType(dict(v)) for name, v in self.measured.items()}
+        object.__setattr__(self, "measured", MappingProxyType(frozen))
         object.__setattr__(self, "tool_grammar", ToolGrammar(self.tool_grammar))
         if self.tool_call_family is not None:
             object.__setattr__(self, "tool_call_family", ToolCallFamily(self.tool_call_family))
@@ -209,6 +214,16 @@ register_model(
         # ...but the calls it writes are poor (bench/toolcall_quality.py): choosing by
         # likelihood among the tools and spans of the player's line is both better and faster.
         tool_decision="score",
+        # Where its request/talk line lies, for the score decision (measured with
+        # `score_request.measure_boundaries`, checked against a fresh measurement by the
+        # tests): a hundred scorings its first decision need not make.
+        measured={
+            "request-boundaries/66b3f36ef51b7bd3": {
+                "question": 0.718,
+                "statement": 0.377,
+                "after call": -0.042,
+            }
+        },
         # A base model happily writes the next user turn too; its turn opener is a control
         # token that is not end-of-generation.
         stop=("<start_of_turn>",),

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,10 @@ class LikelihoodScoring:
     def scoring_error(self) -> str | None:
         """None: a GGUF model can always score."""
         return None
+
+    def measured(self, name: str) -> Mapping[str, float] | None:
+        """The catalog entry's `measured` values under `name`."""
+        return self.entry.measured.get(name)
 
     async def score_choices(
         self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0

@@ -177,11 +177,22 @@ async def _fill(
     opened = f"{fill.call_text}{param.name}="
     values: Sequence[object]
     enum = enum_values(param)
+    if enum:
+        # The values the line names, if any ("And this one into dwarvish" after an elvish
+        # one): the model chooses among those, else among all.
+        values = [v for v in enum if phrase_words(v, line)] or enum
+        if len(values) == 1:
+            return values[0], math.nan
+    elif param.type == "boolean":
+        values = (True, False)
     if param.type == "boolean" or enum:
-        values = (True, False) if param.type == "boolean" else enum
         choices = [f"{json.dumps(v)}{end}" for v in values]
-        scores = await calibrated_scores(backend, header, opened, choices, line, agent_id)
-        if param.type == "boolean":  # the words of the description's phrase for each value
+        # Calibrated on the examples alone: the value an earlier call gave stays likelier
+        # ("And four more." after the eggs: eggs), as it is for the model.
+        scores = await calibrated_scores(
+            backend, header, opened, choices, line, agent_id, calibrate_on=EXAMPLES
+        )
+        if param.type == "boolean":  # the words of its description's phrase for each value
             named = [phrase_words(phrase, line) for phrase in _phrases(param.description)]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
         chosen, margin = best(scores)

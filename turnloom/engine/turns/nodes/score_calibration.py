@@ -59,10 +59,13 @@ async def calibrated_scores(
     choices: Sequence[str],
     line: str,
     agent_id: int,
+    *,
+    calibrate_on: str | None = None,
 ) -> list[float]:
-    """Each choice's log-probability after `line` over its average after content-free lines
-    (after the same `header`, which may end with the recent dialog)."""
-    key = json.dumps([header, tail, list(choices)])
+    """Each choice's log-probability after `header` and `line` over its average after
+    content-free lines, after `calibrate_on` (default: the same `header`)."""
+    calibrate_on = header if calibrate_on is None else calibrate_on
+    key = json.dumps([calibrate_on, tail, list(choices)])
     with _CALIBRATIONS_LOCK:
         cache = _CALIBRATIONS.setdefault(backend, OrderedDict())
         bias = cache.get(key)
@@ -72,7 +75,7 @@ async def calibrated_scores(
         totals = [0.0] * len(choices)
         for empty in _CONTENT_FREE:
             scores = await backend.score_choices(
-                prompt(header, empty, tail), choices, agent_id=agent_id
+                prompt(calibrate_on, empty, tail), choices, agent_id=agent_id
             )
             for i, p in enumerate(_normalized(scores)):
                 totals[i] += p / len(_CONTENT_FREE)

@@ -17,6 +17,8 @@ the line is a request, and the tools are asked which one it is for.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import statistics
 import threading
 import weakref
@@ -24,7 +26,14 @@ from collections.abc import Sequence
 
 from ...inference.base import ModelBackend
 
-__all__ = ["CALIBRATION", "EXAMPLES", "request_margin"]
+__all__ = [
+    "CALIBRATION",
+    "CALIBRATION_AFTER_CALL",
+    "EXAMPLES",
+    "MEASURED_AS",
+    "measure_boundaries",
+    "request_margin",
+]
 
 #: The few-shot examples of the prompt, in this order: each kind spread through it.
 EXAMPLES: tuple[tuple[str, bool], ...] = (
@@ -158,6 +167,15 @@ _HEADER = "".join(
     f"Player: {line}\nKind: {'request' if asks else 'talk'}\n" for line, asks in EXAMPLES
 )
 _CHOICES = (" request\n", " talk\n")
+#: What the boundaries measure and how (the prompt and the lines), as `ModelBackend.measured`
+#: names values shipped with a model: change either and shipped values no longer apply.
+MEASURED_AS = (
+    "request-boundaries/"
+    + hashlib.sha256(
+        json.dumps([_HEADER, _CHOICES, CALIBRATION, CALIBRATION_AFTER_CALL]).encode("utf-8")
+    ).hexdigest()[:16]
+)
+_KINDS = ("question", "statement", "after call")
 #: Per backend, the raw margin halfway between requests and talk, per kind of line.
 _BOUNDARIES: weakref.WeakKeyDictionary[ModelBackend, dict[str, float]] = weakref.WeakKeyDictionary()
 _BOUNDARIES_LOCK = threading.Lock()  # engines on several threads may share a backend
@@ -190,15 +208,25 @@ async def _boundaries(backend: ModelBackend, agent_id: int) -> dict[str, float]:
     with _BOUNDARIES_LOCK:
         boundaries = _BOUNDARIES.get(backend)
     if boundaries is None:
-        lines = {
-            kind: [(line, asks) for line, asks in CALIBRATION if _kind(line, False) == kind]
-            for kind in ("question", "statement")
-        }
-        lines["after call"] = list(CALIBRATION_AFTER_CALL)
-        boundaries = {kind: await _measure(backend, of, agent_id) for kind, of in lines.items()}
+        shipped = backend.measured(MEASURED_AS)
+        if shipped is not None and set(shipped) == set(_KINDS):
+            boundaries = dict(shipped)
+        else:
+            boundaries = await measure_boundaries(backend, agent_id)
         with _BOUNDARIES_LOCK:
             _BOUNDARIES[backend] = boundaries
     return boundaries
+
+
+async def measure_boundaries(backend: ModelBackend, agent_id: int = 0) -> dict[str, float]:
+    """The boundary between requests and talk for each kind of line, measured on `backend`
+    (about a hundred short scorings: what a model that ships them under `MEASURED_AS` skips)."""
+    lines = {
+        kind: [(line, asks) for line, asks in CALIBRATION if _kind(line, False) == kind]
+        for kind in _KINDS[:2]
+    }
+    lines["after call"] = list(CALIBRATION_AFTER_CALL)
+    return {kind: await _measure(backend, of, agent_id) for kind, of in lines.items()}
 
 
 async def _measure(

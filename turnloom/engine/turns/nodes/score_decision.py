@@ -78,9 +78,10 @@ class ScoreDecision:
     close it was (the node's diagnostics ``score``)."""
 
     outcome: ParseOutcome
-    #: ``margin``: the chosen option's calibrated log-probability over the runner-up's, in
-    #: nats (small: a close call); ``tool``: the best tool; ``arguments``: each scored
-    #: argument's margin.
+    #: ``request``: nats the line lies on the request side of the request/talk boundary
+    #: (<= 0: talk); ``margin``: nats the best tool led "no tool" by, the request's included
+    #: (small: a close call); ``tool``: the tool called; ``arguments``: each scored
+    #: argument's margin over its runner-up.
     diagnostics: dict[str, Any] = field(default_factory=dict)
     #: The arguments the line (and the dialog) did not give, whose values are defaults.
     unread: tuple[str, ...] = ()

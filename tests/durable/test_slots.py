@@ -192,3 +192,37 @@ def test_over_the_wire_slots_save_load_fork_list_and_delete(store_spec: StoreSpe
         assert remote.delete_slot("door") and not remote.delete_slot("door")
         with pytest.raises(tl.InvalidParamValue, match="no save slot 'door'"):
             remote.load("door")
+
+
+def test_over_the_wire_a_step_asked_of_the_old_face_during_a_load_in_place_fails(
+    store_spec: StoreSpec,
+) -> None:
+    """The server takes a message sent on the old face after the load replaced its agent, so
+    it is the new agent's: the new face gets its step, and the old face's caller is told its
+    agent is gone (3002) rather than waiting forever."""
+    import asyncio
+
+    from turnloom.host.aio import AsyncEngine
+    from turnloom.server import BackgroundServer
+
+    def engine() -> AsyncEngine:
+        return AsyncEngine(scenario.model(), clock=tl.VirtualClock(), store=store_spec())
+
+    async def play(address: tuple[str, int]) -> None:
+        remote = await tl.connect_async(*address)
+        try:
+            old = await remote.create_agent(scenario.graph("await"))
+            await old.save("at-rest")
+            # Sent together: LoadSlot first, so the server answers it first too.
+            loading = asyncio.ensure_future(remote.load("at-rest", replace=old.agent_id))
+            sending = asyncio.ensure_future(old.send_message("look at the door"))
+            new = await loading
+            with pytest.raises(tl.AgentAlreadyDestroyed):
+                await asyncio.wait_for(sending, 10)
+            step = await asyncio.wait_for(new.wait(), 10)
+            assert step.pause is not None and step.pause.pending_calls  # the message's turn
+        finally:
+            await remote.aclose()
+
+    with BackgroundServer(engine) as server:
+        asyncio.run(play(server.address))

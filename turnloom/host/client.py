@@ -185,10 +185,13 @@ class RemoteAsyncAgent(AsyncAgentAPI):
 
     def _check_alive(self, operation: str) -> None:
         if self._destroyed:
-            raise TurnloomError(
-                ErrorCode.AgentAlreadyDestroyed,
-                f"agent {self._agent_id} was destroyed; {operation} refused",
-            )
+            raise self._gone(operation)
+
+    def _gone(self, operation: str) -> TurnloomError:
+        return TurnloomError(
+            ErrorCode.AgentAlreadyDestroyed,
+            f"agent {self._agent_id} was destroyed; {operation} refused",
+        )
 
     async def _call(self, operation: str, message: dict[str, Any], on_reply: Any = None) -> Any:
         self._check_alive(operation)
@@ -203,6 +206,9 @@ class RemoteAsyncAgent(AsyncAgentAPI):
         def accepted(frame: dict[str, Any]) -> None:
             if batch is not None:
                 self.dispatch.drop_batch(batch)
+            if self._destroyed:  # a load took the id meanwhile: its step is the new face's
+                step.set_exception(self._gone(operation))
+                return
             # The lists are read now, not before the call: a completion meanwhile replaces them.
             (self._queued if frame.get("queued") else self._steps).append(step)
 
@@ -417,6 +423,7 @@ class AsyncRemoteEngine(AsyncEngineAPI):
         old = self._conn.sinks.get(agent.agent_id)
         if isinstance(old, RemoteAsyncAgent):  # replaced: the old face's agent is gone
             old._destroyed = True
+            old.fail(old._gone("waiting for a step"))
         self._conn.sinks[agent.agent_id] = agent
         return agent
 

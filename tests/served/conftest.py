@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -38,8 +38,12 @@ def free_port() -> int:
 class LlamaServer:
     """A `python -m llama_cpp.server` process that can be killed and started again."""
 
-    def __init__(self, model_path: Path, port: int, log_dir: Path) -> None:
+    def __init__(
+        self, model_path: Path, port: int, log_dir: Path, extra: Sequence[str] = ()
+    ) -> None:
         self.model_path = model_path
+        #: More command-line options (e.g. `--logits_all false`).
+        self.extra = tuple(extra)
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = log_dir / f"llama-server-{port}.log"
@@ -53,7 +57,7 @@ class LlamaServer:
             "--model", str(self.model_path), "--model_alias", MODEL,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", "1024", "--n_threads", "1", "--n_threads_batch", "1",
-            "--interrupt_requests", "false", "--verbose", "false",
+            "--interrupt_requests", "false", "--verbose", "false", *self.extra,
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
@@ -114,6 +118,23 @@ def llama_server() -> Iterator[LlamaServer]:
     model_path = tl.models.catalog_entry(tl.models.DEFAULT_MODEL).resolve_path()
     with tempfile.TemporaryDirectory(prefix="turnloom-served-") as logs:
         server = LlamaServer(model_path, free_port(), Path(logs))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def blind_server() -> Iterator[LlamaServer]:
+    """A second server whose model is loaded without `logits_all`, so its completions return no
+    log-probabilities (started by the tests that need it; a small context keeps it light)."""
+    pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python[server] (dev extra)")
+    model_path = tl.models.catalog_entry(tl.models.DEFAULT_MODEL).resolve_path()
+    with tempfile.TemporaryDirectory(prefix="turnloom-served-") as logs:
+        server = LlamaServer(
+            model_path, free_port(), Path(logs), ["--logits_all", "false", "--n_ctx", "512"]
+        )
         server.start()
         try:
             yield server

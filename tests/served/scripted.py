@@ -60,10 +60,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.requests.append((self.path, body))
         if self.path == "/v1/completions":
             status, content_type, payload = self.server.next_reply()
-        else:  # a tokenize route: about one token per 3 characters
-            text = str((body or {}).get("input", ""))
+        else:
             status, content_type = 200, "application/json"
-            payload = json.dumps({"count": 1 + len(text) // 3}).encode()
+            payload = json.dumps(_tokenizer_reply(self.path, body or {})).encode()
         self.send_response(status)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(payload)))
@@ -72,6 +71,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def _tokenizer_reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """llama-cpp-python's tokenizer routes, for a tokenizer of one token per character (its
+    code point) after a BOS (0); the count route says about one token per 3 characters."""
+    if path == "/extras/tokenize":
+        return {"tokens": [0, *(ord(c) for c in str(body.get("input", "")))]}
+    if path == "/extras/detokenize":
+        return {"text": "".join(chr(t) for t in body.get("tokens", []) if t)}
+    return {"count": 1 + len(str(body.get("input", ""))) // 3}
 
 
 @contextmanager

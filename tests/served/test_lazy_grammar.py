@@ -30,6 +30,7 @@ def test_a_call_opened_in_free_text_is_finished_under_the_grammar() -> None:
                     tools=[CHECK_STOCK],
                     disposition=tl.ToolCallDisposition.Pause,
                     sampling=greedy(40),
+                    decision="generate",
                 ),
             )
             .set_start_node("stock")

@@ -110,6 +110,7 @@ def test_await_result_tool_call_round_trip_under_the_grammar(
                 mode=tl.ToolCallMode.DetectOnly,
                 system_prompt="Call check_stock when the customer asks about an item.",
                 sampling=greedy(24),
+                decision="generate",  # the entry's default (score) is test_scoring.py's
                 tool_called_exit="answer",
                 no_tool_called_exit="answer",
             ),

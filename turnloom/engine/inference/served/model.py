@@ -29,6 +29,7 @@ from .counting import ServedBudget
 from .errors import ServedModelError, require_http
 from .kinds import Completion, ServerKind, completion_body, token_count, tokenize_request
 from .run import Run
+from .scoring import ServedScoring
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 log = get_logger("turnloom.served")
 
 
-class ServedModel(ServedBudget, ModelBackend):
+class ServedModel(ServedBudget, ServedScoring, ModelBackend):
     """A model served by llama.cpp, llama-cpp-python, vLLM or another OpenAI-compatible engine.
 
     `entry` (a `CatalogEntry` or a catalog name) supplies what a local model's GGUF would: the
@@ -52,6 +53,9 @@ class ServedModel(ServedBudget, ModelBackend):
     `retries` bounds the resending of a request none of whose reply has arrived. `n_ctx` is
     the context one agent's prompt and reply share (default: llama.cpp's `/props`; elsewhere
     unknown, and then no history is left out of a prompt).
+
+    A ToolCall node may decide by likelihood (`score`, the entry's `tool_decision`) where the
+    server returns log-probabilities: llama-cpp-python's (see `scoring_error`).
     """
 
     def __init__(
@@ -134,6 +138,7 @@ class ServedModel(ServedBudget, ModelBackend):
         self._grammars: dict[tuple[Any, ...], ToolCallGrammar] = {}
         self._skeleton_counts: dict[str, dict[str, int]] = {}
         self._support_error: tuple[str | None] | None = None
+        self._init_scoring()
 
     def __repr__(self) -> str:
         return (

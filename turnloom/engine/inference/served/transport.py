@@ -43,6 +43,8 @@ class Chunk:
     usage: Mapping[str, Any] | None = None
     #: llama.cpp's `timings` (`prompt_n`: prompt tokens evaluated, i.e. not reused).
     timings: Mapping[str, Any] | None = None
+    #: The choice's OpenAI `logprobs` (`tokens`, `token_logprobs`, `top_logprobs`), when asked.
+    logprobs: Mapping[str, Any] | None = None
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -116,17 +118,21 @@ class Transport:
         if client is not None:
             await client.aclose()
 
-    async def _with_retries(self, send: Callable[[], Awaitable[_T]]) -> _T:
-        """`send()`, sent again after a `_Retryable` failure, at most `retries` more times.
+    async def _with_retries(
+        self, send: Callable[[], Awaitable[_T]], retries: int | None = None
+    ) -> _T:
+        """`send()`, sent again after a `_Retryable` failure, at most `retries` (default: the
+        transport's) more times.
 
         Written out rather than taken from tenacity: its retry state is thread-local, and the
         engine's loop may be driven by whichever thread is waiting on it.
         """
-        for attempt in range(self.retries + 1):
+        retries = self.retries if retries is None else retries
+        for attempt in range(retries + 1):
             try:
                 return await send()
             except _Retryable:
-                if attempt == self.retries:
+                if attempt == retries:
                     raise
             # Up to 50 ms, 100 ms, 200 ms … 1 s ("full jitter", so that many agents cut off at
             # once do not come back in step).
@@ -148,9 +154,11 @@ class Transport:
         error = _Retryable if response.status_code in _RETRY_STATUSES else ServedModelError
         return error(f"{self.base_url}{path} answered {response.status_code}: {message}")
 
-    async def get_json(self, path: str, body: Mapping[str, Any] | None = None) -> Any:
-        """GET `path` (POST `body` to it, if given) as JSON, retried; None if the server has no
-        such endpoint (404)."""
+    async def get_json(
+        self, path: str, body: Mapping[str, Any] | None = None, *, retries: int | None = None
+    ) -> Any:
+        """GET `path` (POST `body` to it, if given) as JSON, retried (at most `retries` more
+        times, default the transport's); None if the server has no such endpoint (404)."""
 
         async def send() -> Any:
             try:
@@ -166,7 +174,7 @@ class Transport:
                 raise await self._status_error(path, response)
             return response.json()
 
-        return await self._with_retries(send)
+        return await self._with_retries(send, retries)
 
     def get_json_blocking(self, path: str) -> Any:
         """GET `path` as JSON once, blocking (for checks made outside any loop's coroutine);
@@ -186,6 +194,23 @@ class Transport:
                 f"{server_message(response.content)}"
             )
         return response.json()
+
+    def post_blocking(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any, str]:
+        """POST `body` to `path` once, blocking, whatever the status: the status, the JSON reply
+        (None if it is not JSON) and, unless the status is 200, the server's message.
+        `ServedModelError` only if no reply came."""
+        try:
+            with httpx.Client(
+                base_url=self.base_url, headers=self._headers, timeout=self._timeout
+            ) as client:
+                response = client.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise ServedModelError(str(self._failure(path, exc))) from exc
+        message = "" if response.status_code == 200 else server_message(response.content)
+        try:
+            return response.status_code, response.json(), message
+        except ValueError:
+            return response.status_code, None, message
 
     async def _open(self, path: str, body: Mapping[str, Any]) -> httpx.Response:
         client = self.client()
@@ -269,9 +294,11 @@ def _parse_event(url: str, data: str) -> Chunk:
         raise ServedModelError(f"{url}: malformed stream event: {_clip(data)}")
     usage = payload.get("usage")
     timings = payload.get("timings")
+    logprobs = choice.get("logprobs") if isinstance(choice, Mapping) else None
     return Chunk(
         text,
         choice.get("finish_reason") if isinstance(choice, Mapping) else None,
         usage if isinstance(usage, Mapping) else None,
         timings if isinstance(timings, Mapping) else None,
+        logprobs if isinstance(logprobs, Mapping) else None,
     )

@@ -21,6 +21,10 @@ def sse(*texts: str, finish: str = "stop") -> bytes:
     return "".join(lines).encode()
 
 
+#: The routes answered from `ScriptedServer.replies`: OpenAI's completions and llama.cpp's own.
+_COMPLETION_PATHS = ("/v1/completions", "/completion")
+
+
 class ScriptedServer(ThreadingHTTPServer):
     """Answers `/v1/completions` POSTs from `replies` in order (the last one again once they run
     out), token counts from a rough count; keeps every request's path and JSON body."""
@@ -41,8 +45,8 @@ class ScriptedServer(ThreadingHTTPServer):
 
     @property
     def completions(self) -> list[Any]:
-        """The bodies of the completion requests it got."""
-        return [body for path, body in self.requests if path == "/v1/completions"]
+        """The bodies of the completion requests it got (OpenAI's and llama.cpp's own)."""
+        return [body for path, body in self.requests if path in _COMPLETION_PATHS]
 
     def next_reply(self) -> tuple[int, str, bytes]:
         """The reply to the next completion request."""
@@ -58,7 +62,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         body = json.loads(raw) if raw else None
         self.server.requests.append((self.path, body))
-        if self.path == "/v1/completions":
+        if self.path in _COMPLETION_PATHS:
             status, content_type, payload = self.server.next_reply()
         else:
             status, content_type = 200, "application/json"
@@ -74,8 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _tokenizer_reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
-    """llama-cpp-python's tokenizer routes, for a tokenizer of one token per character (its
-    code point) after a BOS (0); the count route says about one token per 3 characters."""
+    """llama-cpp-python's and llama.cpp's tokenizer routes, for a tokenizer of one token per
+    character (its code point) after a BOS (0); the count route says about one token per 3
+    characters."""
+    if path == "/tokenize" and "content" in body:  # llama.cpp's
+        bos = [0] if body.get("add_special") else []
+        return {"tokens": [*bos, *(ord(c) for c in str(body["content"]))]}
     if path == "/extras/tokenize":
         return {"tokens": [0, *(ord(c) for c in str(body.get("input", "")))]}
     if path == "/extras/detokenize":

@@ -210,3 +210,56 @@ def test_a_server_failing_while_scoring_is_4001_with_its_message(
     ((token, bias),) = body["logit_bias"].items()
     assert bias >= 100 and chr(int(token)) in "rt"
     assert body["prompt"].endswith("Player: Hi\nKind: ")
+
+
+def llama_cpp_result(sampled: int, logprob: float, top: dict[int, float]) -> dict[str, object]:
+    """One prompt's result from llama.cpp's `/completion` with `n_probs` (its documented
+    shape: the sampled token, then the top n by id)."""
+    entries = [{"id": t, "token": chr(t), "logprob": v, "bytes": [t]} for t, v in top.items()]
+    probs = {"id": sampled, "token": chr(sampled), "logprob": logprob, "bytes": [sampled]}
+    return {
+        "content": chr(sampled),
+        "completion_probabilities": [{**probs, "top_logprobs": entries}],
+    }
+
+
+def test_llama_cpp_is_asked_every_parting_in_one_request_by_token_ids(
+    scripted: ScriptedServer,
+) -> None:
+    # No llama-server runs here: the replies are its documented ones, and the requests the
+    # check. The scripted tokenizer's tokens are code points after a BOS (0); the choices part
+    # after " " (o/t) and after " open " (d/t).
+    o, t, d = ord("o"), ord("t"), ord("d")
+    scripted.replies = [
+        json_reply(llama_cpp_result(ord("!"), -0.1, {ord("!"): -0.1, ord(","): -2.5})),
+        json_reply(
+            [
+                llama_cpp_result(o, -1.0, {o: -1.0, t: -2.0, ord("x"): -3.0}),
+                llama_cpp_result(d, -0.5, {d: -0.5, ord("x"): -2.0}),  # "t" not listed
+            ]
+        ),
+        json_reply(llama_cpp_result(t, -6.0, {})),  # "t" forced alone
+    ]
+    model = scripted_model(scripted, "llama.cpp")
+    assert model.scoring_error() is None
+    got = asyncio.run(model.score_choices("Go", [" open door\n", " talk\n", " open the door\n"]))
+    assert got == [-1.5, -2.0, -7.0]
+    probe, both, alone = scripted.completions
+    assert probe["n_probs"] == 2 and probe["n_predict"] == 1
+    go = [0, ord("G"), ord("o"), ord(" ")]
+    opened = [*go, *(ord(c) for c in "open ")]
+    assert both["prompt"] == [go, opened] and both["n_probs"] > 2
+    assert both["n_predict"] == 1 and both["post_sampling_probs"] is False
+    assert both["logit_bias"] == [[d, 100.0], [o, 100.0]]  # a token after every prompt
+    assert (alone["prompt"], alone["logit_bias"]) == ([opened], [[t, 100.0]])
+    tokenized = [body for path, body in scripted.requests if path == "/tokenize"]
+    assert all(body["parse_special"] is False for body in tokenized)  # words stay words
+    record = model.scorings[-1]
+    assert (record.partings, record.logprob_requests) == (2, 2)
+
+
+def test_an_old_llama_cpp_without_token_ids_cannot_score(scripted: ScriptedServer) -> None:
+    old = {"content": "!", "completion_probabilities": [{"content": "!", "probs": []}]}
+    scripted.replies = [json_reply(old)]
+    reason = scripted_model(scripted, "llama.cpp").scoring_error() or ""
+    assert "its /completion does not report token ids and log-probabilities" in reason

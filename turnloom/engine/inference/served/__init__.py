@@ -5,7 +5,9 @@ pooled HTTP client, bounded retries, the SSE completion stream and its errors) a
 (`ServedModel`, which renders prompts with the llama backend's templates and grammars and
 streams replies into the same `Reply`). Needs the `served` extra (httpx, httpx-sse)
 and, for chat templates and grammars, llama-cpp-python's Python side (`inference.llama`).
-`counting` is the history budget's part.
+`counting` is the history budget's part; `scoring` the `score` decision's (whether the server
+can, and `score_choices`), over `choices` (the choices' token trie) and `logprobs` (how each
+kind of server is asked).
 """
 
 from .errors import ServedModelError

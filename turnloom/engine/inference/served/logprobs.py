@@ -11,7 +11,14 @@ tokens) and the log-probabilities of given next tokens after a given text. How e
   forced in a request of its own. Its echo of prompt log-probabilities is not used: the server
   sorts the whole vocabulary in Python for every token it reports (about a second per token
   with Gemma's 262k), which only one reported token per request keeps bearable.
-- llama.cpp's `llama-server`, vLLM and the rest: not supported here (`unsupported_reason`).
+- llama.cpp's `llama-server` (`LlamaCppScorer`): `/completion` takes prompts as token ids,
+  several in one request, and with `n_probs` reports the top n next tokens by id, their
+  log-probabilities taken from the raw logits, and the sampled token's own. So every parting
+  of a scoring goes in one request (one per parting on the way for a greedy one), the first
+  token of each parting biased so that a token is sampled; a token not among the top n is
+  asked for alone, forced. It returns no log-probabilities of prompt tokens, so each parting
+  is a prompt of its own (its cached prefix makes that cheap).
+- vLLM and the rest: not supported here (`unsupported_reason`).
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ class ScoringStats:
 def unsupported_reason(kind: ServerKind) -> str | None:
     """Why a server of `kind` cannot score by what it is alone, or None if it may (then
     `probe_request` says whether this one does)."""
-    if kind is ServerKind.LLAMA_CPP_PYTHON:
+    if kind in (ServerKind.LLAMA_CPP_PYTHON, ServerKind.LLAMA_CPP):
         return None
     if kind is ServerKind.OPENAI:
         return (
@@ -66,31 +73,39 @@ def unsupported_reason(kind: ServerKind) -> str | None:
             "tokenizer route and gives log-probabilities of generated tokens only"
         )
     return (
-        f"scoring on a '{kind.value}' server is not supported yet; use llama-cpp-python's "
-        "server (server_kind='llama-cpp-python')"
+        f"scoring on a '{kind.value}' server is not supported yet; use llama.cpp's or "
+        "llama-cpp-python's server"
     )
 
 
 def probe_request(kind: ServerKind, model: str | None) -> tuple[str, dict[str, Any]]:
-    """The request that tells whether a server of `kind` returns log-probabilities: a
-    completion asking for them whose grammar allows only the end of the text, so that no
-    token is sampled and nothing costly is done."""
-    del kind  # llama-cpp-python's is the only one so far
-    body: dict[str, Any] = {
+    """The request that tells whether a server of `kind` returns what scoring needs, doing
+    as little as it can: llama-cpp-python gets a completion asking for log-probabilities whose
+    grammar allows only the end of the text (nothing sampled, nothing sorted); llama.cpp one
+    token with the top two, to see the shape of its answer."""
+    named: dict[str, Any] = {"model": model} if model else {}
+    if kind is ServerKind.LLAMA_CPP:
+        body = {"prompt": "Hello", "n_predict": 1, "n_probs": 2, "temperature": 0.0}
+        return "/completion", {**body, "cache_prompt": False, **named}
+    body = {
         "prompt": "",
         "max_tokens": 1,
         "temperature": 0.0,
         "logprobs": 1,
         "grammar": 'root ::= ""',
     }
-    if model:
-        body["model"] = model
-    return _COMPLETIONS, body
+    return _COMPLETIONS, {**body, **named}
 
 
 def probe_verdict(kind: ServerKind, status: int, reply: Any, message: str) -> str | None:
     """What the server lacks, from its answer to `probe_request`; None if it can score."""
-    del kind
+    if status == 200 and kind is ServerKind.LLAMA_CPP:
+        try:
+            (first,) = _llama_cpp_results(reply, 1)
+            _llama_cpp_row(first)
+        except ServedModelError as exc:
+            return f"its /completion does not report token ids and log-probabilities ({exc})"
+        return None
     if status == 200:
         choices = reply.get("choices") if isinstance(reply, Mapping) else None
         first = choices[0] if isinstance(choices, list) and choices else None
@@ -103,6 +118,15 @@ def probe_verdict(kind: ServerKind, status: int, reply: Any, message: str) -> st
             "(the default of llama-cpp-python's server)"
         )
     return f"it refused a completion asking for log-probabilities ({status}: {message})"
+
+
+def scorer_for(
+    kind: ServerKind, transport: Transport, model: str | None
+) -> LlamaCppPythonScorer | LlamaCppScorer:
+    """The scorer for a server of `kind` (one `unsupported_reason` passes)."""
+    if kind is ServerKind.LLAMA_CPP:
+        return LlamaCppScorer(transport, model)
+    return LlamaCppPythonScorer(transport, model)
 
 
 class LlamaCppPythonScorer:
@@ -260,3 +284,119 @@ class LlamaCppPythonScorer:
                 f"{url}: the server did not take logit_bias (asked for {expected!r}, got {piece!r})"
             )
         return value, top
+
+
+#: llama.cpp sends each listed token's text and bytes: 512 keeps a reply near 50 kB per parting.
+LLAMA_CPP_TOP_N = 512
+
+
+class LlamaCppScorer:
+    """Scores choices on llama.cpp's `llama-server` (see the module docstring)."""
+
+    def __init__(self, transport: Transport, model: str | None) -> None:
+        self.transport = transport
+        self.named: dict[str, Any] = {"model": model} if model else {}
+
+    async def scores(
+        self, prompt: str, choices: Sequence[str], greedy: bool, stats: ScoringStats
+    ) -> list[float]:
+        """See `ModelBackend.score_choices`."""
+        texts = [prompt, *(prompt + choice for choice in choices)]
+        prefix, *wholes = await asyncio.gather(*(self._tokenize(t, True, stats) for t in texts))
+        if not prefix:
+            raise ValueError("scoring needs a prompt of at least one token")
+        tails = []
+        for choice, whole in zip(choices, wholes, strict=True):
+            if whole[: len(prefix)] == prefix and len(whole) > len(prefix):
+                tails.append(whole[len(prefix) :])
+            else:  # the boundary merged into one token: take the choice's own tokens
+                tails.append(await self._tokenize(choice, False, stats))
+
+        async def fetch(partings: Sequence[Parting]) -> list[Mapping[int, float]]:
+            return await self._rows(prefix, partings, stats)
+
+        return await ChoiceTrie(tails).scores(fetch, greedy=greedy)
+
+    async def _tokenize(self, text: str, special: bool, stats: ScoringStats) -> list[int]:
+        stats.requests += 1
+        # parse_special off: the player's words never become control tokens (as locally).
+        body = {"content": text, "add_special": special, "parse_special": False}
+        reply = await self.transport.get_json("/tokenize", body)
+        tokens = reply.get("tokens") if isinstance(reply, Mapping) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            raise ServedModelError(
+                f"{self.transport.base_url}/tokenize gave no token list: {reply!r:.200}"
+            )
+        return tokens
+
+    async def _complete(
+        self,
+        prompts: list[list[int]],
+        top_n: int,
+        bias: Sequence[int],
+        stats: ScoringStats,
+    ) -> list[tuple[int, float, dict[int, float]]]:
+        """Per prompt: the sampled token, its log-probability, the top `top_n` tokens'."""
+        body = {
+            "prompt": prompts,
+            "n_predict": 1,
+            "n_probs": top_n,
+            "post_sampling_probs": False,  # the raw logits' probabilities
+            "temperature": 0.0,
+            "logit_bias": [[token, _FORCE] for token in bias],
+            "cache_prompt": True,
+            **self.named,
+        }
+        stats.requests += 1
+        stats.logprob_requests += 1
+        reply = await self.transport.get_json("/completion", body)
+        if reply is None:
+            raise ServedModelError(f"{self.transport.base_url} has no /completion route")
+        return [_llama_cpp_row(result) for result in _llama_cpp_results(reply, len(prompts))]
+
+    async def _rows(
+        self, prefix: list[int], partings: Sequence[Parting], stats: ScoringStats
+    ) -> list[Mapping[int, float]]:
+        stats.partings += len(partings)
+        prompts = [[*prefix, *p.path] for p in partings]
+        # Each parting's first token biased, so that a token is sampled after every prompt (its
+        # own or another parting's, never the end of the text) and reported.
+        answers = await self._complete(
+            prompts, LLAMA_CPP_TOP_N, sorted({p.tokens[0] for p in partings}), stats
+        )
+        rows: list[Mapping[int, float]] = []
+        for parting, text, (sampled, value, top) in zip(partings, prompts, answers, strict=True):
+            row: dict[int, float] = {t: top[t] for t in parting.tokens if t in top}
+            if sampled in parting.tokens:
+                row[sampled] = value
+            for token in parting.tokens:
+                if token not in row:  # not among the top n: asked for alone, forced
+                    ((got, alone, _),) = await self._complete([text], 1, [token], stats)
+                    if got != token:
+                        raise ServedModelError(
+                            f"{self.transport.base_url}/completion did not take logit_bias "
+                            f"(forced token {token}, got {got})"
+                        )
+                    row[token] = alone
+            rows.append(row)
+        return rows
+
+
+def _llama_cpp_results(reply: Any, count: int) -> list[Any]:
+    """The per-prompt results of a `/completion` reply (one object, or a list of them)."""
+    results = reply if isinstance(reply, list) else [reply]
+    if len(results) != count:
+        raise ServedModelError(f"{count} prompts sent, {len(results)} results came back")
+    return results
+
+
+def _llama_cpp_row(result: Any) -> tuple[int, float, dict[int, float]]:
+    """The sampled token, its log-probability and the top tokens' by id, from one result."""
+    try:
+        (first, *_rest) = result["completion_probabilities"]
+        top = {int(item["id"]): float(item["logprob"]) for item in first["top_logprobs"]}
+        return int(first["id"]), float(first["logprob"]), top
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ServedModelError(
+            f"no token ids and log-probabilities in the reply: {result!r:.300}"
+        ) from None

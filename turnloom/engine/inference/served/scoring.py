@@ -4,8 +4,9 @@ this server can do it at all.
 Whether it can is known from the server's kind (an `openai` server cannot), then asked of the
 server once, at the first `scoring_error()`: a completion that asks for log-probabilities but
 samples nothing. The answer is kept, unless the server could not be reached or was busy (it may
-come up later). That first call blocks for the one small request, on the engine loop where a
-node asks; a host that wants no such wait on the loop calls `scoring_error()` itself before
+come up later). That first call blocks for the one small request (at most `_PROBE_SECONDS`:
+a server that is busy for longer is asked again next time), on the engine loop where a node
+asks; a host that wants no such wait on the loop calls `scoring_error()` itself before
 creating agents. Not at the model's creation: a served model sends nothing until it is needed,
 so that it can be made before its server is up.
 """
@@ -23,9 +24,11 @@ from .errors import ServedModelError
 from .kinds import ServerKind
 from .logprobs import (
     LlamaCppPythonScorer,
+    LlamaCppScorer,
     ScoringStats,
     probe_request,
     probe_verdict,
+    scorer_for,
     unsupported_reason,
 )
 
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
 
 log = get_logger("turnloom.served")
 
+#: How long the probe may wait (on the engine loop): a server busy for longer is asked again
+#: at the next node that wants to score.
+_PROBE_SECONDS = 10.0
 #: Statuses that say the server is busy or starting, not what it can do: not kept.
 _PASSING = frozenset({502, 503, 504})
 
@@ -51,7 +57,7 @@ class ServedScoring:
     _lock: threading.Lock
     #: The probe's verdict once known: (None,) can score, (reason,) cannot.
     _scoring_verdict: tuple[str | None] | None
-    _scorer: LlamaCppPythonScorer | None
+    _scorer: LlamaCppPythonScorer | LlamaCppScorer | None
     #: The most recent `score_choices` calls, newest last.
     scorings: deque[ScoringStats]
 
@@ -81,7 +87,9 @@ class ServedScoring:
         if reason is None:
             path, body = probe_request(self.server_kind, self.model)
             try:
-                status, reply, message = self._transport.post_blocking(path, body)
+                status, reply, message = self._transport.post_blocking(
+                    path, body, timeout=_PROBE_SECONDS
+                )
             except ServedModelError as exc:
                 status, reply, message, keep = 0, None, str(exc), False
             if status == 0:
@@ -109,7 +117,7 @@ class ServedScoring:
         if reason is not None:
             raise ServedModelError(reason)
         if self._scorer is None:
-            self._scorer = LlamaCppPythonScorer(self._transport, self.model)
+            self._scorer = scorer_for(self.server_kind, self._transport, self.model)
         stats = ScoringStats(choices=len(choices), greedy=greedy)
         started = time.perf_counter()
         try:

@@ -195,13 +195,16 @@ class Transport:
             )
         return response.json()
 
-    def post_blocking(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any, str]:
+    def post_blocking(
+        self, path: str, body: Mapping[str, Any], *, timeout: float | None = None
+    ) -> tuple[int, Any, str]:
         """POST `body` to `path` once, blocking, whatever the status: the status, the JSON reply
         (None if it is not JSON) and, unless the status is 200, the server's message.
-        `ServedModelError` only if no reply came."""
+        `ServedModelError` only if no reply came (within `timeout` seconds, if given)."""
+        limit = self._timeout if timeout is None else httpx.Timeout(timeout)
         try:
             with httpx.Client(
-                base_url=self.base_url, headers=self._headers, timeout=self._timeout
+                base_url=self.base_url, headers=self._headers, timeout=limit
             ) as client:
                 response = client.post(path, json=body)
         except httpx.HTTPError as exc:

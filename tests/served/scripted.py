@@ -78,12 +78,15 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _tokenizer_reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
-    """llama-cpp-python's and llama.cpp's tokenizer routes, for a tokenizer of one token per
+    """llama-cpp-python's, llama.cpp's and vLLM's tokenizer routes, for a tokenizer of one token per
     character (its code point) after a BOS (0); the count route says about one token per 3
     characters."""
     if path == "/tokenize" and "content" in body:  # llama.cpp's
         bos = [0] if body.get("add_special") else []
         return {"tokens": [*bos, *(ord(c) for c in str(body["content"]))]}
+    if path == "/tokenize" and "prompt" in body:  # vLLM's
+        bos = [0] if body.get("add_special_tokens") else []
+        return {"tokens": [*bos, *(ord(c) for c in str(body["prompt"]))]}
     if path == "/extras/tokenize":
         return {"tokens": [0, *(ord(c) for c in str(body.get("input", "")))]}
     if path == "/extras/detokenize":

@@ -263,3 +263,49 @@ def test_an_old_llama_cpp_without_token_ids_cannot_score(scripted: ScriptedServe
     scripted.replies = [json_reply(old)]
     reason = scripted_model(scripted, "llama.cpp").scoring_error() or ""
     assert "its /completion does not report token ids and log-probabilities" in reason
+
+
+def made_up_logprob(position: int, token: int) -> float:
+    """The log-probability the scripted vLLM gives `token` at prompt `position`."""
+    return -((token % 7) + 1) / 10 - position / 100
+
+
+def vllm_reply(prompts: list[list[int]]) -> tuple[int, str, bytes]:
+    """vLLM's completion with `prompt_logprobs` for `prompts` (its documented shape: per
+    prompt token a mapping from token id to its log-probability, rank and text; None first)."""
+    choices = []
+    for index, prompt in enumerate(prompts):
+        entries: list[object] = [None]
+        for position, token in enumerate(prompt[1:], start=1):
+            value = made_up_logprob(position, token)
+            entries.append({str(token): {"logprob": value, "rank": 1, "decoded_token": chr(token)}})
+        choices.append({"index": index, "text": "!", "prompt_logprobs": entries})
+    return json_reply({"choices": choices[::-1]})  # in any order: `index` says which
+
+
+def test_vllm_is_asked_once_for_the_choices_prompt_log_probabilities(
+    scripted: ScriptedServer,
+) -> None:
+    # No vLLM runs here: the replies are its documented ones, and the requests the check. The
+    # scripted tokenizer's tokens are code points after a BOS (0).
+    choices = [" open door\n", " talk\n", " open the door\n"]
+    prompts = [[0, *(ord(c) for c in "Go" + choice)] for choice in choices]
+    scripted.replies = [
+        json_reply({"choices": [{"index": 0, "prompt_logprobs": [None, {"1": {}}]}]}),
+        vllm_reply(prompts),
+        vllm_reply(prompts),
+    ]
+    model = scripted_model(scripted, "vllm")
+    assert model.scoring_error() is None
+    full = asyncio.run(model.score_choices("Go", choices))
+    greedy = asyncio.run(model.score_choices("Go", choices, greedy=True))
+    # The choices part after " " (o/t, prompt position 4) and after " open " (d/t, 9).
+    o, t, d = ord("o"), ord("t"), ord("d")
+    lp = made_up_logprob
+    assert full == pytest.approx([lp(4, o) + lp(9, d), lp(4, t), lp(4, o) + lp(9, t)])
+    assert greedy == [-math.inf, pytest.approx(lp(4, t)), -math.inf]
+    probe, asked, _ = scripted.completions
+    assert probe["prompt_logprobs"] == 1 and probe["max_tokens"] == 1
+    assert asked["prompt"] == prompts and asked["prompt_logprobs"] == 1
+    assert "stream" not in asked  # vLLM gives prompt log-probabilities in whole replies only
+    assert [s.logprob_requests for s in model.scorings] == [1, 1]  # one request each

@@ -18,7 +18,12 @@ tokens) and the log-probabilities of given next tokens after a given text. How e
   token of each parting biased so that a token is sampled; a token not among the top n is
   asked for alone, forced. It returns no log-probabilities of prompt tokens, so each parting
   is a prompt of its own (its cached prefix makes that cheap).
-- vLLM and the rest: not supported here (`unsupported_reason`).
+- vLLM (`VllmScorer`): its completions take prompts as token ids, several per request, and
+  with `prompt_logprobs` return the log-probability of every prompt token by id. So a scoring
+  is one request whatever its partings: the prompt followed by each choice that some parting's
+  token needs, every parting's row read from those sequences (a greedy scoring too: it only
+  reads fewer of them).
+- An `openai` server (Ollama, a hosted API): cannot (`unsupported_reason`).
 """
 
 from __future__ import annotations
@@ -65,28 +70,27 @@ class ScoringStats:
 def unsupported_reason(kind: ServerKind) -> str | None:
     """Why a server of `kind` cannot score by what it is alone, or None if it may (then
     `probe_request` says whether this one does)."""
-    if kind in (ServerKind.LLAMA_CPP_PYTHON, ServerKind.LLAMA_CPP):
-        return None
     if kind is ServerKind.OPENAI:
         return (
             "an 'openai' server (Ollama, a hosted API) cannot score: that API has no "
             "tokenizer route and gives log-probabilities of generated tokens only"
         )
-    return (
-        f"scoring on a '{kind.value}' server is not supported yet; use llama.cpp's or "
-        "llama-cpp-python's server"
-    )
+    return None
 
 
 def probe_request(kind: ServerKind, model: str | None) -> tuple[str, dict[str, Any]]:
     """The request that tells whether a server of `kind` returns what scoring needs, doing
     as little as it can: llama-cpp-python gets a completion asking for log-probabilities whose
     grammar allows only the end of the text (nothing sampled, nothing sorted); llama.cpp one
-    token with the top two, to see the shape of its answer."""
+    token with the top two, vLLM one token with the prompt's log-probabilities, to see the
+    shape of their answers."""
     named: dict[str, Any] = {"model": model} if model else {}
     if kind is ServerKind.LLAMA_CPP:
         body = {"prompt": "Hello", "n_predict": 1, "n_probs": 2, "temperature": 0.0}
         return "/completion", {**body, "cache_prompt": False, **named}
+    if kind is ServerKind.VLLM:
+        body = {"prompt": "Hello there", "max_tokens": 1, "temperature": 0.0}
+        return _COMPLETIONS, {**body, "prompt_logprobs": 1, **named}
     body = {
         "prompt": "",
         "max_tokens": 1,
@@ -106,6 +110,12 @@ def probe_verdict(kind: ServerKind, status: int, reply: Any, message: str) -> st
         except ServedModelError as exc:
             return f"its /completion does not report token ids and log-probabilities ({exc})"
         return None
+    if status == 200 and kind is ServerKind.VLLM:
+        try:
+            (logprobs,) = _vllm_prompt_logprobs(reply, 1)
+        except ServedModelError as exc:
+            return f"its completions return no 'prompt_logprobs' ({exc})"
+        return None if len(logprobs) >= 2 else "its 'prompt_logprobs' are empty"
     if status == 200:
         choices = reply.get("choices") if isinstance(reply, Mapping) else None
         first = choices[0] if isinstance(choices, list) and choices else None
@@ -122,10 +132,12 @@ def probe_verdict(kind: ServerKind, status: int, reply: Any, message: str) -> st
 
 def scorer_for(
     kind: ServerKind, transport: Transport, model: str | None
-) -> LlamaCppPythonScorer | LlamaCppScorer:
+) -> LlamaCppPythonScorer | LlamaCppScorer | VllmScorer:
     """The scorer for a server of `kind` (one `unsupported_reason` passes)."""
     if kind is ServerKind.LLAMA_CPP:
         return LlamaCppScorer(transport, model)
+    if kind is ServerKind.VLLM:
+        return VllmScorer(transport, model)
     return LlamaCppPythonScorer(transport, model)
 
 
@@ -400,3 +412,103 @@ def _llama_cpp_row(result: Any) -> tuple[int, float, dict[int, float]]:
         raise ServedModelError(
             f"no token ids and log-probabilities in the reply: {result!r:.300}"
         ) from None
+
+
+class VllmScorer:
+    """Scores choices on vLLM (see the module docstring)."""
+
+    def __init__(self, transport: Transport, model: str | None) -> None:
+        self.transport = transport
+        self.named: dict[str, Any] = {"model": model} if model else {}
+
+    async def scores(
+        self, prompt: str, choices: Sequence[str], greedy: bool, stats: ScoringStats
+    ) -> list[float]:
+        """See `ModelBackend.score_choices`."""
+        texts = [prompt, *(prompt + choice for choice in choices)]
+        prefix, *wholes = await asyncio.gather(*(self._tokenize(t, True, stats) for t in texts))
+        if not prefix:
+            raise ValueError("scoring needs a prompt of at least one token")
+        tails: list[list[int]] = []
+        for choice, whole in zip(choices, wholes, strict=True):
+            if whole[: len(prefix)] == prefix and len(whole) > len(prefix):
+                tails.append(whole[len(prefix) :])
+            else:  # the boundary merged into one token: take the choice's own tokens
+                tails.append(await self._tokenize(choice, False, stats))
+        trie = ChoiceTrie(tails)
+        partings = trie.partings()
+        # For each token a parting can take, a choice whose tokens go through it.
+        through: dict[tuple[int, ...], int] = {}
+        for parting in partings:
+            for token in parting.tokens:
+                step = (*parting.path, token)
+                through[step] = next(
+                    i for i, tail in enumerate(tails) if tuple(tail[: len(step)]) == step
+                )
+        asked = sorted(set(through.values()))
+        stats.partings += len(partings)
+        values: dict[int, list[Any]] = {}
+        if asked:
+            logprobs = await self._prompt_logprobs([[*prefix, *tails[i]] for i in asked], stats)
+            values = dict(zip(asked, logprobs, strict=True))
+
+        def value(step: tuple[int, ...]) -> float:
+            index = through[step]
+            entry = values[index][len(prefix) + len(step) - 1]
+            token = step[-1]
+            found = entry.get(str(token)) if isinstance(entry, Mapping) else None
+            if not isinstance(found, Mapping) or not isinstance(found.get("logprob"), int | float):
+                raise ServedModelError(
+                    f"{self.transport.base_url}{_COMPLETIONS}: no log-probability for prompt "
+                    f"token {token}: {entry!r:.200}"
+                )
+            return float(found["logprob"])
+
+        rows = {p.path: {t: value((*p.path, t)) for t in p.tokens} for p in partings}
+
+        async def fetch(wanted: Sequence[Parting]) -> list[Mapping[int, float]]:
+            return [rows[p.path] for p in wanted]
+
+        return await trie.scores(fetch, greedy=greedy)
+
+    async def _tokenize(self, text: str, special: bool, stats: ScoringStats) -> list[int]:
+        stats.requests += 1
+        body = {"prompt": text, "add_special_tokens": special, **self.named}
+        reply = await self.transport.get_json("/tokenize", body)
+        tokens = reply.get("tokens") if isinstance(reply, Mapping) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            raise ServedModelError(
+                f"{self.transport.base_url}/tokenize gave no token list: {reply!r:.200}"
+            )
+        return tokens
+
+    async def _prompt_logprobs(
+        self, prompts: list[list[int]], stats: ScoringStats
+    ) -> list[list[Any]]:
+        body = {
+            "prompt": prompts,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "prompt_logprobs": 1,  # the prompt token's own, and the likeliest
+            **self.named,
+        }
+        stats.requests += 1
+        stats.logprob_requests += 1
+        reply = await self.transport.get_json(_COMPLETIONS, body)
+        return _vllm_prompt_logprobs(reply, len(prompts))
+
+
+def _vllm_prompt_logprobs(reply: Any, count: int) -> list[list[Any]]:
+    """Each prompt's `prompt_logprobs` (one entry per prompt token, the first None), in the
+    order the prompts were sent."""
+    choices = reply.get("choices") if isinstance(reply, Mapping) else None
+    if not isinstance(choices, list) or len(choices) != count:
+        raise ServedModelError(f"{count} prompts sent, not as many choices back: {reply!r:.200}")
+    ordered = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, Mapping) else 0)
+    out = []
+    for choice in ordered:
+        logprobs = choice.get("prompt_logprobs") if isinstance(choice, Mapping) else None
+        if not isinstance(logprobs, list):
+            raise ServedModelError(f"no 'prompt_logprobs' in the reply: {choice!r:.200}")
+        out.append(logprobs)
+    return out

@@ -55,7 +55,8 @@ class ServedModel(ServedBudget, ServedScoring, ModelBackend):
     unknown, and then no history is left out of a prompt).
 
     A ToolCall node may decide by likelihood (`score`, the entry's `tool_decision`) where the
-    server returns log-probabilities: llama.cpp's and llama-cpp-python's (see `scoring_error`).
+    server returns log-probabilities: llama.cpp's, vLLM and llama-cpp-python's (see
+    `scoring_error`).
     """
 
     def __init__(

@@ -26,6 +26,7 @@ from .logprobs import (
     LlamaCppPythonScorer,
     LlamaCppScorer,
     ScoringStats,
+    VllmScorer,
     probe_request,
     probe_verdict,
     scorer_for,
@@ -57,7 +58,7 @@ class ServedScoring:
     _lock: threading.Lock
     #: The probe's verdict once known: (None,) can score, (reason,) cannot.
     _scoring_verdict: tuple[str | None] | None
-    _scorer: LlamaCppPythonScorer | LlamaCppScorer | None
+    _scorer: LlamaCppPythonScorer | LlamaCppScorer | VllmScorer | None
     #: The most recent `score_choices` calls, newest last.
     scorings: deque[ScoringStats]
 

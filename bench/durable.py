@@ -114,7 +114,8 @@ def _fill(path: str, count: int) -> None:
         doc["agent_id"] = doc["rng_seed"] = agent_id
         doc["turn"]["user_message"] = f"And shields? (player {agent_id})"
         rows.append((agent_id, msgpack.packb(doc, use_bin_type=True)))
-    store._db.executemany("INSERT INTO turnloom_agents VALUES (?, ?)", rows)
+    # Whole snapshots: rows with no dialog parts (as a store written before the parts were).
+    store._db.executemany("INSERT INTO turnloom_agents (agent_id, document) VALUES (?, ?)", rows)
     store.close()
 
 

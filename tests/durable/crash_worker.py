@@ -11,6 +11,9 @@
   as restored, then play turns round-robin forever, printing "P id k" once message k paused
   and "C id k" once it completed (each printed after the call returned, so after its write):
   the randomized crash trials kill it at any instant.
+
+A phase named with "-off-loop" (`churn-off-loop`) has every write group made by the store's
+writing thread (as a busy worker's are), not on the loop.
 """
 
 from __future__ import annotations
@@ -90,6 +93,11 @@ def churn(engine: tl.Engine, count: int) -> None:
 
 
 def main(phase: str, db: str, count: int, start: float) -> None:
+    if phase.endswith("-off-loop"):  # every write group made by the store's writing thread
+        from turnloom.engine.durable.store import write_queue
+
+        write_queue.OFF_LOOP_FROM = 1
+        phase = phase.removesuffix("-off-loop")
     clock = tl.VirtualClock(start=start)
     with tl.Engine(scenario.model(), clock=clock, store=db) as engine:
         if phase == "churn":

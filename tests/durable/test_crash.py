@@ -91,11 +91,13 @@ def test_paused_agents_survive_kill_9_and_finish_as_if_nothing_happened(
     assert len(late) == COUNT // 3  # each deadline fired once, on restore
 
 
-def _churn_until_killed(db: str, seed: random.Random) -> tuple[dict[str, Any], list[str]]:
+def _churn_until_killed(
+    db: str, seed: random.Random, phase: str = "churn"
+) -> tuple[dict[str, Any], list[str]]:
     """Start a churn worker on `db`, let it play for a random while, SIGKILL it; its "up"
     state and the events it acknowledged."""
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tests.durable.crash_worker", "churn", str(db), "4", "0"],
+        [sys.executable, "-m", "tests.durable.crash_worker", phase, str(db), "4", "0"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
@@ -132,12 +134,14 @@ def _check_restored(state: dict[str, Any], acked: list[str]) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+@pytest.mark.parametrize("phase", ["churn", "churn-off-loop"])
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 def test_randomized_kill_9_loses_and_duplicates_nothing(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+    tmp_path: Path, kind: str, phase: str, request: pytest.FixtureRequest
 ) -> None:
-    """The dialogs grow long over the trials: their parts are appended, merged and written
-    whole again (after each restart) while the kills land."""
+    """The dialogs grow long over the trials: their parts are appended, sealed, merged and
+    written whole again (after each restart) while the kills land, on the loop and from the
+    store's writing thread."""
     seed = random.Random(11)
     db = str(tmp_path / "churn.db")
     if kind == "redis":  # each restart on the same machine takes the dead worker's agents back
@@ -148,7 +152,7 @@ def test_randomized_kill_9_loses_and_duplicates_nothing(
     acked: list[str] = []
     completions = 0
     for _ in range(TRIALS + 1):  # the last start only checks the last kill
-        state, events = _churn_until_killed(db, seed)
+        state, events = _churn_until_killed(db, seed, phase)
         _check_restored(state, acked)
         acked = [e for e in events if e[:2] in ("P ", "C ")]
         completions += sum(e.startswith("C ") for e in acked)

@@ -2,6 +2,8 @@
 loop iteration are written in one `save_many` (one SQLite transaction, one Redis script call),
 and the host hears of each rest only once its snapshot is stored. On SQLite and on a real Redis
 server; the lease fence and SQLite's all-or-nothing group are checked on the stores themselves.
+Every test runs twice: groups written on the loop, and every group written off the loop by
+the store's writing thread (`write_queue.OFF_LOOP_FROM` 1; a busy worker's groups go there).
 """
 
 from __future__ import annotations
@@ -20,13 +22,21 @@ from tests.durable import scenario
 from tests.durable.test_store import counting
 from turnloom.engine.durable.packed_dialog import KEEP_FROM, PackedDialog, packed_snapshot
 from turnloom.engine.durable.snapshot import take_snapshot
-from turnloom.engine.durable.store import SQLiteStore, open_store
+from turnloom.engine.durable.store import SQLiteStore, open_store, write_queue
 from turnloom.engine.durable.store.parts import SplitWrite, parts_marker
 from turnloom.engine.durable.store.redis import RedisStore
 from turnloom.engine.turns.observers import TurnObserver
 from turnloom.server.requests import SessionRequests
 
 StoreSpec = Callable[[], Any]
+
+
+@pytest.fixture(autouse=True, params=["on the loop", "off the loop"])
+def where_groups_are_written(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if request.param == "off the loop":
+        monkeypatch.setattr(write_queue, "OFF_LOOP_FROM", 1)
 
 
 def _stored_turn(document: bytes) -> Any:

@@ -16,6 +16,7 @@ import pytest
 
 import turnloom as tl
 from tests.durable import scenario
+from turnloom.engine.durable.dialog_parts import TAIL_TURNS
 from turnloom.engine.durable.restore import read_snapshot
 from turnloom.engine.durable.snapshot import HeadPacker, head_document, pack
 from turnloom.engine.durable.store import SQLiteStore, open_store
@@ -31,12 +32,15 @@ def _engine(store: Any) -> tl.Engine:
 
 
 def _parts(store: Any, agent_id: int) -> list[bytes]:
-    """The agent's dialog parts as the store keeps them."""
+    """The agent's dialog parts as the store keeps them (SQLite: the tail in the agent's row)."""
     if isinstance(store, SQLiteStore):
         rows = store._db.execute(
             "SELECT messages FROM turnloom_dialog WHERE agent_id = ? ORDER BY part", (agent_id,)
         )
-        return [bytes(messages) for (messages,) in rows]
+        (tail,) = store._db.execute(
+            "SELECT tail FROM turnloom_agents WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return [bytes(messages) for (messages,) in rows] + ([] if tail is None else [tail])
     assert isinstance(store, RedisStore)
     return list(store._client.lrange(f"{store.prefix}:dialog:{agent_id}", 0, -1))
 
@@ -44,8 +48,14 @@ def _parts(store: Any, agent_id: int) -> list[bytes]:
 def _drop_parts(store: Any, agent_id: int) -> None:
     if isinstance(store, SQLiteStore):
         store._db.execute("DELETE FROM turnloom_dialog WHERE agent_id = ?", (agent_id,))
+        store._db.execute("UPDATE turnloom_agents SET tail = NULL WHERE agent_id = ?", (agent_id,))
     else:
         store._client.delete(f"{store.prefix}:dialog:{agent_id}")
+
+
+def _turns(part: bytes) -> list[str]:
+    """The user messages of a part."""
+    return [m["content"] for m in msgpack.unpackb(part) if m["role"] == "user"]
 
 
 def _writes(store: Any) -> list[tuple[int, Any]]:
@@ -65,13 +75,18 @@ def test_the_stored_agent_is_its_whole_snapshot_at_every_rest(store_spec: StoreS
     store = open_store(store_spec())
     with _engine(store) as engine:
         agent = engine.create_agent(scenario.graph("pause"))
-        for turn in range(1, 41):
+        for turn in range(1, 71):
             assert agent.send_message(f"turn {turn}").paused
             assert store.stored(agent.agent_id) == agent.snapshot()
             assert agent.resume().final.status is tl.TurnStatus.SUCCESS
             assert store.stored(agent.agent_id) == agent.snapshot()
-            # Parts merge binary-counter style: as many as the 1 bits of the turn count.
-            assert len(_parts(store, agent.agent_id)) == turn.bit_count()
+            # Sealed parts of 16 turns merged binary-counter style (as many as the 1 bits of
+            # the count of sixteens), then the tail of the turns after them.
+            sealed, tail = divmod(turn, TAIL_TURNS)
+            parts = _parts(store, agent.agent_id)
+            assert len(parts) == sealed.bit_count() + (1 if tail else 0)
+            last = tail or TAIL_TURNS * (sealed & -sealed)  # the tail, or the smallest sealed
+            assert parts[-1] == msgpack.packb(agent.dialog[-2 * last :])
         dialog = agent.dialog
     with _engine(store_spec()) as again:
         assert again.agent(agent.agent_id).dialog == dialog
@@ -88,13 +103,20 @@ def test_a_pause_writes_the_head_alone_and_a_completion_one_part(store_spec: Sto
         ((_, paused),) = writes
         assert isinstance(paused, SplitWrite)
         assert (paused.base, paused.parts) == (None, ())
-        assert paused.head.endswith(parts_marker(1))  # 2 turns: one part of two
+        assert paused.head.endswith(parts_marker(1))  # 2 turns: the tail
         agent.resume()
         _, completed = writes[1]
-        assert (completed.base, len(completed.parts)) == (1, 1)  # appended after the first
-        assert completed.head.endswith(parts_marker(2))
+        assert (completed.base, len(completed.parts), completed.tail) == (0, 1, True)
+        assert completed.head.endswith(parts_marker(1))
         (part,) = completed.parts
-        assert msgpack.unpackb(part)[0]["content"] == "three"
+        assert _turns(part) == ["one", "two", "three"]  # the tail, written again
+        for turn in range(4, TAIL_TURNS + 2):
+            scenario.finish(agent, agent.send_message(str(turn)), "pause")
+        # Each turn: its pause, its params changed (`finish`), its completion.
+        sealed, tail = writes[-4], writes[-1]  # the completions of turns 16 and 17
+        assert (sealed[1].base, len(sealed[1].parts), sealed[1].tail) == (0, 1, False)
+        assert (tail[1].base, len(tail[1].parts), tail[1].tail) == (1, 1, True)
+        assert _turns(tail[1].parts[0]) == [str(TAIL_TURNS + 1)]
 
 
 def test_a_write_that_failed_makes_the_next_one_write_the_dialog_whole(
@@ -116,7 +138,7 @@ def test_a_write_that_failed_makes_the_next_one_write_the_dialog_whole(
         writes = _writes(store)
         agent.resume()
         ((_, whole),) = writes
-        assert (whole.base, len(whole.parts)) == (0, 1)  # every part replaced by one
+        assert (whole.base, len(whole.parts)) == (0, 1)  # every part replaced: the tail
         assert store.stored(agent.agent_id) == agent.snapshot()
         assert len(_parts(store, agent.agent_id)) == 1
 
@@ -138,15 +160,14 @@ def test_an_agent_stored_whole_comes_back_and_is_then_kept_in_parts(
         assert agent.dialog == tl.AgentSnapshot(whole).to_dict()["dialog"]
         scenario.finish(agent, agent.send_message("turn 5"), "pause")
         assert store.stored(agent.agent_id) == agent.snapshot()
-        # Its first write put the five turns it came back with in one part; then the sixth.
-        assert len(_parts(store, agent.agent_id)) == 2
+        assert _turns(_parts(store, agent.agent_id)[-1]) == [f"turn {turn}" for turn in range(6)]
 
 
 def test_a_head_without_all_its_parts_is_refused_by_name(store_spec: StoreSpec) -> None:
     store = open_store(store_spec())
     with _engine(store) as engine:
         agent = engine.create_agent(scenario.graph("pause"))
-        for turn in range(3):  # two parts: 2 turns, then 1
+        for turn in range(TAIL_TURNS + 1):  # two parts: 16 turns sealed, then the tail
             scenario.finish(agent, agent.send_message(f"turn {turn}"), "pause")
         agent_id = agent.agent_id
         first, second = _parts(store, agent_id)

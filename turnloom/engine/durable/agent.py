@@ -38,7 +38,8 @@ from ..support.logs import get_logger
 from ..turns.agent import KEPT_STATUSES, AgentCore
 from ..turns.results import Step, TurnResult
 from ..turns.turn import Turn
-from .packed_dialog import PackedDialog, StoredDialog, packed_snapshot, split_snapshot
+from .dialog_parts import StoredDialog, split_snapshot
+from .packed_dialog import PackedDialog, packed_snapshot
 from .snapshot import HeadPacker, absolute_offset, pause_deadline
 from .store.base import Store
 from .store.write_queue import WriteQueue, write_queue

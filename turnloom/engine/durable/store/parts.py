@@ -6,15 +6,17 @@ same dialog again and again. `SQLiteStore` and `RedisStore` keep each agent as:
 
 * its **head**: the snapshot document whose last entry is `"dialog": N` (the number of parts)
   instead of the messages; itself a msgpack document, refused by `restore` if read alone;
-* its **parts**: N msgpack arrays of flat messages, in order; together, the dialog.
+* its **parts**: N msgpack arrays of flat messages, in order; together, the dialog. The last
+  may be the **tail**, the latest turns, rewritten at each completion until it is sealed
+  (`dialog_parts`); a store may keep it with the head.
 
 A write (`SplitWrite`) replaces the head and, from some index on, the parts: a pause writes
-only the head, a completion the head and one part with the turns that joined since (merged
-with the last parts now and then, so an agent has about log2(turns) parts). The head and its
-parts are written together, atomically per agent (one transaction, one script), so a crash
-leaves every agent at its last complete write. `assemble` puts the snapshot back together,
-byte for byte the one `take_snapshot` gives. A whole snapshot (`Store.save`, or a stored agent
-written before this layout) is a head with no parts.
+only the head, a completion the head and the tail (and now and then a sealed part, so an agent
+has about log2(turns / 16) parts). The head and its parts are written together, atomically per
+agent (one transaction, one script), so a crash leaves every agent at its last complete write.
+`assemble` puts the snapshot back together, byte for byte the one `take_snapshot` gives. A
+whole snapshot (`Store.save`, or a stored agent written before this layout) is a head with no
+parts.
 """
 
 from __future__ import annotations
@@ -33,18 +35,30 @@ class SplitWrite:
 
     `head`: the document with `"dialog": len(parts after the write)` as its last entry (a whole
     snapshot for a head with no parts). `base`: None if the stored parts stay as they are;
-    else the stored parts from index `base` on are replaced by `parts` (0: all of them). A
+    else the stored parts from index `base` on are replaced by `parts` (0: all of them).
+    `tail`: whether the last of `parts` is the dialog's tail, written again at the next
+    completion (a store may keep it with the head); the others are sealed, written once. A
     plain class: one is made at every rest of every durable agent."""
 
-    __slots__ = ("base", "head", "parts")
+    __slots__ = ("base", "head", "parts", "tail")
 
-    def __init__(self, head: bytes, base: int | None = 0, parts: tuple[bytes, ...] = ()) -> None:
+    def __init__(
+        self,
+        head: bytes,
+        base: int | None = 0,
+        parts: tuple[bytes, ...] = (),
+        tail: bool = False,
+    ) -> None:
         self.head = head
         self.base = base
         self.parts = parts
+        self.tail = tail and bool(parts)
 
     def __repr__(self) -> str:
-        return f"SplitWrite({len(self.head)} bytes, base={self.base}, parts={len(self.parts)})"
+        return (
+            f"SplitWrite({len(self.head)} bytes, base={self.base}, parts={len(self.parts)}, "
+            f"tail={self.tail})"
+        )
 
 
 def as_split(document: bytes | SplitWrite) -> SplitWrite:

@@ -11,6 +11,7 @@ restores. The mixins here give `SQLiteStore` and `RedisStore` their slot methods
 from __future__ import annotations
 
 import sqlite3
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,8 @@ class SQLiteSlots(SlotShelf):
     """Slots in a `turnloom_slots` table of the store's file, made on first use."""
 
     _db: sqlite3.Connection
+    #: Held while the connection is used (the store's groups may be written by another thread).
+    _lock: threading.RLock
     _slots_ready: bool = False
 
     def _slot_table(self) -> sqlite3.Connection:
@@ -67,18 +70,20 @@ class SQLiteSlots(SlotShelf):
 
     def save_slot(self, info: SlotInfo, document: bytes) -> None:
         """One autocommit statement: the slot is replaced atomically."""
-        self._slot_table().execute(
-            "INSERT OR REPLACE INTO turnloom_slots VALUES (?, ?, ?, ?)",
-            (info.slot, info.agent_id, info.saved_at, document),
-        )
+        with self._lock:
+            self._slot_table().execute(
+                "INSERT OR REPLACE INTO turnloom_slots VALUES (?, ?, ?, ?)",
+                (info.slot, info.agent_id, info.saved_at, document),
+            )
 
     def load_slot(self, slot: str) -> bytes | None:
         """The slot's document."""
-        row = (
-            self._slot_table()
-            .execute("SELECT document FROM turnloom_slots WHERE slot = ?", (slot,))
-            .fetchone()
-        )
+        with self._lock:
+            row = (
+                self._slot_table()
+                .execute("SELECT document FROM turnloom_slots WHERE slot = ?", (slot,))
+                .fetchone()
+            )
         return None if row is None else bytes(row[0])
 
     def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
@@ -87,13 +92,15 @@ class SQLiteSlots(SlotShelf):
         args: tuple[Any, ...] = ()
         if agent_id is not None:
             query, args = query + " WHERE agent_id = ?", (agent_id,)
-        rows = self._slot_table().execute(query + " ORDER BY saved_at DESC, slot", args)
-        return [SlotInfo(slot, agent, saved_at, size) for slot, agent, saved_at, size in rows]
+        with self._lock:
+            rows = self._slot_table().execute(query + " ORDER BY saved_at DESC, slot", args)
+            return [SlotInfo(slot, agent, saved_at, size) for slot, agent, saved_at, size in rows]
 
     def delete_slot(self, slot: str) -> bool:
         """Remove the row."""
-        done = self._slot_table().execute("DELETE FROM turnloom_slots WHERE slot = ?", (slot,))
-        return done.rowcount > 0
+        with self._lock:
+            done = self._slot_table().execute("DELETE FROM turnloom_slots WHERE slot = ?", (slot,))
+            return done.rowcount > 0
 
 
 class RedisSlots(SlotShelf):

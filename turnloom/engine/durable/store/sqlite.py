@@ -3,30 +3,33 @@
 Schema (`SCHEMA_VERSION` 2):
 
     turnloom_meta(key TEXT PRIMARY KEY, value TEXT)        -- ('schema', '2')
-    turnloom_agents(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL)
+    turnloom_agents(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL, tail BLOB)
     turnloom_dialog(agent_id INTEGER, part INTEGER, messages BLOB NOT NULL,
                     PRIMARY KEY (agent_id, part)) WITHOUT ROWID
 
-An agent's row holds its snapshot's head and `turnloom_dialog` its dialog's parts (`parts`): a
-pause rewrites the head alone, a completion the head and one part. The rows of the agents
-that came to rest together (`save_many`) are written in one transaction: a crash leaves every
-agent at its previous or its new write, never between, and a group costs one commit however
-many agents it holds. `synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any
-instant with nothing lost; a power cut may lose the last writes but never corrupts the file
-(SQLite's own guarantee). Pass `synchronous="FULL"` to make each write survive a power cut too,
-at the cost of an fsync (one per group).
+An agent's row holds its snapshot's head and its dialog's tail, `turnloom_dialog` the sealed
+parts before it (`parts`, `dialog_parts`): a pause rewrites the head alone, a completion the
+row (head and tail), and a part is added only when the tail fills up, so most writes touch one
+row (a commit costs about one page per row it touches). The rows of the agents that came to
+rest together (`save_many`) are written in one transaction: a crash leaves every agent at its
+previous or its new write, never between, and a group costs one commit however many agents it
+holds. `synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any instant with
+nothing lost; a power cut may lose the last writes but never corrupts the file (SQLite's own
+guarantee). Pass `synchronous="FULL"` to make each write survive a power cut too, at the cost
+of an fsync (one per group).
 
-A file of schema 1 (whole snapshots only, no dialog table) is taken as it is and marked 2 once
-the dialog table is made: its rows are heads with no parts. A turnloom that reads only schema 1
-refuses a schema 2 file by name.
+A file of schema 1 (whole snapshots only) is taken as it is and marked 2 once the dialog table
+and the tail column are added: its rows are heads with no parts. A turnloom that reads only
+schema 1 refuses a schema 2 file by name.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ...support.rejections import InvalidParamValue
 from .base import Store, Write
@@ -37,7 +40,15 @@ from .slots import SQLiteSlots
 SCHEMA_VERSION = 2
 _READS = ("1", "2")
 _BATCH = 4096
-_UPSERT = "INSERT OR REPLACE INTO turnloom_agents (agent_id, document) VALUES (?, ?)"
+#: Rows written with one statement each group (`_many`): (start, one row's values, end).
+_ROWS = ("INSERT OR REPLACE INTO turnloom_agents (agent_id, document, tail) VALUES ", "(?,?,?)", "")
+_HEADS = (
+    "INSERT INTO turnloom_agents (agent_id, document) VALUES ",
+    "(?,?)",
+    " ON CONFLICT (agent_id) DO UPDATE SET document = excluded.document",
+)
+#: The most rows one statement writes (its parameters stay far below SQLite's limit).
+_ROWS_PER_STATEMENT = 256
 _DROP_PARTS = "DELETE FROM turnloom_dialog WHERE agent_id = ? AND part >= ?"
 _ADD_PART = "INSERT OR REPLACE INTO turnloom_dialog (agent_id, part, messages) VALUES (?, ?, ?)"
 
@@ -46,12 +57,18 @@ class SQLiteStore(SQLiteSlots, Store):
     """Snapshots in one SQLite file; `path` ":memory:" keeps them for the engine's life."""
 
     keeps_dialog_apart: ClassVar[bool] = True
+    #: A commit is file writes (and now and then a checkpoint's fsync), made without the GIL:
+    #: the groups are written by a thread of their own while the loop goes on.
+    writes_off_loop: ClassVar[bool] = True
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
-        # Opened on the caller's thread, used on the engine loop's: one user at a time.
+        # Opened on the caller's thread, used on the engine loop's and by the thread that
+        # writes the groups off the loop (`writes_off_loop`): one at a time, by `_lock`.
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._lock = threading.RLock()
+        self._statements: dict[tuple[str, int], str] = {}
         try:
             # The first read of the file: a file that is not SQLite fails here, before any
             # write (switching to WAL would write a header to it).
@@ -79,8 +96,11 @@ class SQLiteStore(SQLiteSlots, Store):
         with self._transaction():
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS turnloom_agents "
-                "(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL)"
+                "(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL, tail BLOB)"
             )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(turnloom_agents)")}
+            if "tail" not in columns:  # a file of schema 1
+                self._db.execute("ALTER TABLE turnloom_agents ADD COLUMN tail BLOB")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS turnloom_dialog (agent_id INTEGER, part INTEGER, "
                 "messages BLOB NOT NULL, PRIMARY KEY (agent_id, part)) WITHOUT ROWID"
@@ -100,73 +120,116 @@ class SQLiteStore(SQLiteSlots, Store):
         self.save_many([(agent_id, document, deadline)])
 
     def save_many(self, writes: Sequence[Write]) -> list[int]:
-        """Every agent's head and changed parts in one transaction (one commit for the
+        """Every agent's row and changed parts in one transaction (one commit for the
         group); refuses none."""
         # Blobs as bytearrays: the sqlite3 module adapts any other bytes-like parameter first,
         # which costs a failed attribute lookup and its exception per value.
-        heads = []
-        drops = []
-        parts = []
+        heads: list[tuple[int, object]] = []  # (id, head): the tail stays
+        rows: list[tuple[int, object, object]] = []  # (id, head, tail or None)
+        drops: list[tuple[int, int]] = []  # (id, first sealed part dropped)
+        sealed: list[tuple[int, int, object]] = []  # (id, index, part)
         for agent_id, document, _ in writes:
             if not isinstance(document, SplitWrite):  # a whole snapshot: a head with no parts
-                heads.append((agent_id, _blob(document)))
+                rows.append((agent_id, _blob(document), None))
                 drops.append((agent_id, 0))
                 continue
-            heads.append((agent_id, _blob(document.head)))
             base = document.base
-            if base is not None:
+            if base is None:
+                heads.append((agent_id, _blob(document.head)))
+                continue
+            parts = document.parts
+            tail = None
+            if document.tail:
+                parts, tail = parts[:-1], _blob(parts[-1])
+            rows.append((agent_id, _blob(document.head), tail))
+            # Only the tail changed: no sealed part stands from `base` on (the writer knows
+            # what the store holds), so the table is not touched.
+            if parts or not base:
                 drops.append((agent_id, base))
-                parts += [
-                    (agent_id, base + i, _blob(part)) for i, part in enumerate(document.parts)
-                ]
-        with self._transaction():
-            db = self._db
-            db.executemany(_UPSERT, heads)
+                sealed += [(agent_id, base + i, _blob(part)) for i, part in enumerate(parts)]
+        with self._lock, self._transaction():
+            if heads:
+                self._many(_HEADS, heads)
+            if rows:
+                self._many(_ROWS, rows)
             if drops:
-                db.executemany(_DROP_PARTS, drops)
-            if parts:
-                db.executemany(_ADD_PART, parts)
+                self._db.executemany(_DROP_PARTS, drops)
+            if sealed:
+                self._db.executemany(_ADD_PART, sealed)
         return []
+
+    def _many(self, statement: tuple[str, str, str], rows: list[tuple[Any, ...]]) -> None:
+        """`rows` written by one statement of many VALUES (per `_ROWS_PER_STATEMENT`): one
+        step for all of them, where `executemany` steps once a row (and gives up and takes
+        back the GIL each time, which a writing thread must wait for)."""
+        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[start : start + _ROWS_PER_STATEMENT]
+            key = (statement[0], len(chunk))
+            sql = self._statements.get(key)
+            if sql is None:
+                sql = self._statements[key] = (
+                    statement[0] + ",".join([statement[1]] * len(chunk)) + statement[2]
+                )
+            self._db.execute(sql, [value for row in chunk for value in row])
 
     def delete(self, agent_id: int) -> None:
         """Remove the agent's row and its parts."""
-        with self._transaction():
+        with self._lock, self._transaction():
             self._db.execute("DELETE FROM turnloom_agents WHERE agent_id = ?", (agent_id,))
             self._db.execute("DELETE FROM turnloom_dialog WHERE agent_id = ?", (agent_id,))
 
     def load_all(self) -> Iterator[tuple[int, bytes]]:
-        """Every agent, its head and parts put together; read in batches, in id order."""
-        heads = self._db.execute("SELECT agent_id, document FROM turnloom_agents ORDER BY agent_id")
-        # Parts in the same order, read alongside: one pass over each table.
-        parts = self._db.cursor().execute(
-            "SELECT agent_id, messages FROM turnloom_dialog ORDER BY agent_id, part"
-        )
-        pending = parts.fetchone()
-        while rows := heads.fetchmany(_BATCH):
-            for agent_id, head in rows:
-                found = []
-                while pending is not None and pending[0] <= agent_id:
-                    if pending[0] == agent_id:
-                        found.append(pending[1])
-                    pending = parts.fetchone()
-                yield agent_id, assemble(head, found)
+        """Every agent, its head and parts put together; read in batches, in id order (the
+        connection held for each batch only: what is done between them may use it)."""
+        with self._lock:
+            heads = self._db.execute(
+                "SELECT agent_id, document, tail FROM turnloom_agents ORDER BY agent_id"
+            )
+            # Parts in the same order, read alongside: one pass over each table.
+            parts = self._db.cursor().execute(
+                "SELECT agent_id, messages FROM turnloom_dialog ORDER BY agent_id, part"
+            )
+            pending = parts.fetchone()
+        while True:
+            batch = []
+            with self._lock:
+                for agent_id, head, tail in heads.fetchmany(_BATCH):
+                    found = []
+                    while pending is not None and pending[0] <= agent_id:
+                        if pending[0] == agent_id:
+                            found.append(pending[1])
+                        pending = parts.fetchone()
+                    if tail is not None:
+                        found.append(tail)
+                    batch.append((agent_id, assemble(head, found)))
+            if not batch:
+                return
+            yield from batch
 
     def stored(self, agent_id: int) -> bytes | None:
         """The agent's snapshot as stored (head and parts put together), or None."""
+        with self._lock:
+            return self._stored(agent_id)
+
+    def _stored(self, agent_id: int) -> bytes | None:
         row = self._db.execute(
-            "SELECT document FROM turnloom_agents WHERE agent_id = ?", (agent_id,)
+            "SELECT document, tail FROM turnloom_agents WHERE agent_id = ?", (agent_id,)
         ).fetchone()
         if row is None:
             return None
         found = self._db.execute(
             "SELECT messages FROM turnloom_dialog WHERE agent_id = ? ORDER BY part", (agent_id,)
         )
-        return assemble(row[0], [messages for (messages,) in found])
+        parts = [messages for (messages,) in found]
+        if row[1] is not None:
+            parts.append(row[1])
+        return assemble(row[0], parts)
 
     def close(self) -> None:
         """Write what is queued, then close the connection."""
         self.flush_queued()
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
 
 def _blob(value: bytes) -> object:

@@ -32,6 +32,12 @@ from .parts import SplitWrite
 
 log = get_logger("turnloom.store")
 
+#: From how many writes a group goes off the loop (for a store that `writes_off_loop`): a
+#: smaller one is written on the loop, at once. Handing a group to the writing thread and back
+#: costs two thread switches, which pay off only if the loop has other work meanwhile: a busy
+#: worker's groups are large (64 agents at once: about 20), one agent's lone rest is not.
+OFF_LOOP_FROM = 8
+
 
 class Store(Protocol):
     """What the queue needs of its store (`base.Store`, which holds its queue)."""
@@ -75,10 +81,11 @@ class _Queued:
 class WriteQueue:
     """The snapshots one store has yet to write, flushed once per loop iteration.
 
-    For a store whose writes go off the loop (`Store.writes_off_loop`: a network round trip,
-    during which the loop would sit idle), a group is written by a thread of its own, one group
-    at a time: the loop goes on meanwhile, and what comes to rest meanwhile is the next group,
-    written once the one in flight is in. Ordering is kept: a group is told (its writers, then
+    For a store whose writes can go off the loop (`Store.writes_off_loop`: file writes or a
+    network round trip, made without the GIL, during which the loop would sit idle), a large
+    group (`OFF_LOOP_FROM`) is written by a thread of its own, one group at a time: the loop
+    goes on meanwhile, and what comes to rest meanwhile is the next group, written once the one
+    in flight is in. Ordering is kept: a group is told (its writers, then
     what waited) on the loop when it is in, before the next one is sent; an event of an agent
     whose write is in flight waits behind it as behind a queued one."""
 
@@ -135,7 +142,7 @@ class WriteQueue:
         self._flush_scheduled = False
         if self._flight is not None:  # the group in flight sends this one once it is in
             return
-        if getattr(self.store, "writes_off_loop", False):
+        if len(self.pending) >= OFF_LOOP_FROM and getattr(self.store, "writes_off_loop", False):
             self._send()
         else:
             self.flush()

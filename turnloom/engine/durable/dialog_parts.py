@@ -1,0 +1,132 @@
+"""A durable agent's writes for a store that keeps its dialog apart (`store.parts`): the head of
+the snapshot at every rest, and the dialog's parts only when turns joined it.
+
+A dialog only grows at its end (a completed turn's interaction is appended), so its stored
+parts are:
+
+* **sealed** parts of whole multiples of `TAIL_TURNS` interactions, never written again except
+  when merged binary-counter style (a sealed part never follows a smaller one: about
+  log2(turns / TAIL_TURNS) of them, each turn in about as many merges in all);
+* then the **tail**: the fewer than `TAIL_TURNS` interactions after them, written again (with
+  the head) at each completion until it fills up and is sealed. A store keeps it where the
+  head is (`SQLiteStore`: in the agent's row, so a completion touches one row, not two).
+
+`StoredDialog` is what the store holds, as far as writes are known to be in; it keeps the
+packed bytes of every part, so a merge or a longer tail packs nothing again. A write that
+failed makes the next one write the dialog whole. Whatever the parts, the snapshot put back
+together is byte for byte what `take_snapshot` gives (the tests compare them).
+"""
+
+from __future__ import annotations
+
+import msgpack
+
+from ..turns.agent import AgentCore
+from ..turns.dialog.messages import dialog_to_messages
+from ..turns.dialog.projection import Interaction
+from .snapshot import HeadPacker
+from .store.parts import SplitWrite
+
+_PACKER = msgpack.Packer(use_bin_type=True)
+
+#: Interactions in a sealed part (a multiple of it); the tail holds fewer.
+TAIL_TURNS = 16
+
+#: A sealed part: (interactions, messages, its messages packed back to back).
+Sealed = tuple[int, int, bytes]
+#: The tail, an interaction at a time: (messages, its messages packed back to back).
+Tail = tuple[tuple[int, bytes], ...]
+
+
+class StoredDialog:
+    """What a store that keeps the dialog apart holds of one agent's dialog after a write:
+    the dialog list it was taken from, how many interactions, the last of them (and its
+    number of messages), its sealed parts and its tail."""
+
+    __slots__ = ("count", "dialog", "last", "last_size", "sealed", "tail")
+
+    def __init__(self, dialog: list[Interaction], sealed: tuple[Sealed, ...], tail: Tail) -> None:
+        self.dialog = dialog
+        self.count = len(dialog)
+        self.last = dialog[-1]
+        self.last_size = len(self.last.messages)
+        self.sealed = sealed
+        self.tail = tail
+
+    @property
+    def parts(self) -> int:
+        """How many parts the store holds: the sealed ones, and the tail if there is one."""
+        return len(self.sealed) + (1 if self.tail else 0)
+
+    def starts(self, dialog: list[Interaction]) -> bool:
+        """Whether `dialog` is the stored one, grown at its end or not at all. The agent's
+        dialog only ever grows (a completed turn's interaction is appended, and nothing changes
+        a kept turn); a new list (a restore) or a shorter one is not the stored one."""
+        count = self.count
+        return (
+            dialog is self.dialog
+            and len(dialog) >= count
+            and dialog[count - 1] is self.last
+            and len(self.last.messages) == self.last_size
+        )
+
+
+def split_snapshot(
+    agent: AgentCore, stored: StoredDialog | None, head: HeadPacker
+) -> tuple[SplitWrite, StoredDialog | None]:
+    """The agent's write for a store that keeps the dialog apart, given what the store holds
+    (`stored`; None: unknown, the dialog is written whole) and the agent's `head` packer; and
+    what the store holds once the write is in. An agent with no dialog is written as a whole
+    snapshot (no parts)."""
+    dialog = agent.dialog
+    if not dialog:
+        return SplitWrite(head.pack(agent, [])), None
+    if stored is not None and stored.starts(dialog):
+        if len(dialog) == stored.count:  # nothing joined since: the head alone
+            return SplitWrite(head.pack(agent, stored.parts), None), stored
+        sealed = list(stored.sealed)
+        tail = [*stored.tail, *map(_interaction, dialog[stored.count :])]
+        base = len(sealed)  # the parts before it stay as they are
+    else:  # the whole dialog, every part written: its sealed part packed in one go
+        whole = len(dialog) - len(dialog) % TAIL_TURNS
+        sealed = [_sealed(dialog[:whole])] if whole else []
+        tail = list(map(_interaction, dialog[whole:]))
+        base = 0
+    if len(tail) >= TAIL_TURNS:  # the tail is full: sealed, and merged
+        whole = len(tail) - len(tail) % TAIL_TURNS
+        size = whole
+        count = sum(messages for messages, _ in tail[:whole])
+        body = b"".join(packed for _, packed in tail[:whole])
+        del tail[:whole]
+        at = len(sealed)
+        while at and sealed[at - 1][0] <= size:
+            at -= 1
+            size, count, body = (
+                size + sealed[at][0],
+                count + sealed[at][1],
+                sealed[at][2] + body,
+            )
+        del sealed[at:]
+        sealed.append((size, count, body))
+        base = min(base, at)
+    parts = [_PACKER.pack_array_header(count) + body for _, count, body in sealed[base:]]
+    if tail:
+        count = sum(messages for messages, _ in tail)
+        parts.append(_PACKER.pack_array_header(count) + b"".join(packed for _, packed in tail))
+    after = StoredDialog(dialog, tuple(sealed), tuple(tail))
+    document = SplitWrite(head.pack(agent, after.parts), base, tuple(parts), bool(tail))
+    return document, after
+
+
+def _interaction(interaction: Interaction) -> tuple[int, bytes]:
+    """One interaction's messages: how many, and packed back to back."""
+    messages = dialog_to_messages((interaction,), copied=False)
+    packed = _PACKER.pack(messages)
+    return len(messages), packed[len(_PACKER.pack_array_header(len(messages))) :]
+
+
+def _sealed(interactions: list[Interaction]) -> tuple[int, int, bytes]:
+    """Interactions as one sealed part, packed in one call."""
+    messages = dialog_to_messages(interactions, copied=False)
+    packed = _PACKER.pack(messages)
+    return len(interactions), len(messages), packed[len(_PACKER.pack_array_header(len(messages))) :]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -122,6 +123,32 @@ def test_a_toolcall_node_decides_on_the_server_as_on_the_local_model(
     assert diagnostics["score"]["request"] == pytest.approx(
         local_diagnostics["score"]["request"], abs=2 * TOLERANCE
     )
+
+
+def test_a_turn_cancelled_while_scoring_closes_its_request(server: LlamaServer) -> None:
+    # A fresh model: its first decision calibrates, which keeps the server busy for seconds.
+    model = tl.ServedModel(
+        server.url, model=MODEL, name=MODEL, server_kind="llama-cpp-python",
+        entry=tl.models.DEFAULT_MODEL, retries=0,
+    )  # fmt: skip
+    params = tl.ToolCallParams(tools=[OPEN_DOOR], decision="score")
+    graph = tl.GraphDescription().add_node("act", params).set_start_node("act")
+    with tl.Engine(model) as engine:
+        agent = engine.create_agent(graph.set_default_model_name(MODEL))
+        pending = agent.send_message_async("Open the north door.")
+        for _ in range(600):  # until a request for log-probabilities is under way
+            if any(s.logprob_requests and not s.finished for s in list(model.scorings)):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the decision never asked the server")
+        assert agent.cancel()
+        assert pending.result(60).final.status is tl.TurnStatus.CANCELLED
+        assert model.wait_idle(60)  # its stream closed, its record kept
+        assert [s.cancelled for s in model.scorings].count(True) == 1
+        assert all(s.finished and s.error is None for s in model.scorings)
+    # The server is free again and the model goes on scoring.
+    assert max(scores(model, [(DOOR, DOOR_CHOICES, True)])[0]) > -math.inf
 
 
 def test_a_server_without_logprobs_makes_the_node_generate(blind_server: LlamaServer) -> None:

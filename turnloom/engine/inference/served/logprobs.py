@@ -65,6 +65,10 @@ class ScoringStats:
     logprob_requests: int = 0
     seconds: float = 0.0
     error: str | None = None
+    #: Whether it was over (kept from its start, so one under way can be seen).
+    finished: bool = False
+    #: Whether its task was cancelled (its request's stream closed).
+    cancelled: bool = False
 
 
 def unsupported_reason(kind: ServerKind) -> str | None:

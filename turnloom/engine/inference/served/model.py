@@ -131,7 +131,8 @@ class ServedModel(ServedBudget, ServedScoring, ModelBackend):
         self._tokens = {"bos_token": bos_token, "eos_token": eos_token}
         self._slots = slots
         self._lock = threading.Lock()
-        # Generations under way (a cancelled one until its stream is closed), for `wait_idle`.
+        # Generations and scorings under way (a cancelled one until its stream is closed), for
+        # `wait_idle`.
         self._active = 0
         self._idle = threading.Condition(self._lock)
         self._props: Mapping[str, Any] | None = None
@@ -376,8 +377,8 @@ class ServedModel(ServedBudget, ServedScoring, ModelBackend):
         return completion_body(self.server_kind, self.model, completion)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until no generation is under way (a cancelled one counts until its stream is
-        closed and its record kept); False if `timeout` seconds passed first."""
+        """Block until no generation or scoring is under way (a cancelled one counts until its
+        stream is closed and its record kept); False if `timeout` seconds passed first."""
         with self._lock:
             return self._idle.wait_for(lambda: self._active == 0, timeout)
 

@@ -13,6 +13,7 @@ so that it can be made before its server is up.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -56,10 +57,13 @@ class ServedScoring:
     model: str | None
     _transport: Transport
     _lock: threading.Lock
+    #: Generations and scorings under way, and the condition `wait_idle` waits on.
+    _active: int
+    _idle: threading.Condition
     #: The probe's verdict once known: (None,) can score, (reason,) cannot.
     _scoring_verdict: tuple[str | None] | None
     _scorer: LlamaCppPythonScorer | LlamaCppScorer | VllmScorer | None
-    #: The most recent `score_choices` calls, newest last.
+    #: The most recent `score_choices` calls, newest last (each from its start).
     scorings: deque[ScoringStats]
 
     def _init_scoring(self) -> None:
@@ -121,14 +125,23 @@ class ServedScoring:
             self._scorer = scorer_for(self.server_kind, self._transport, self.model)
         stats = ScoringStats(choices=len(choices), greedy=greedy)
         started = time.perf_counter()
+        with self._lock:
+            self._active += 1
+            self.scorings.append(stats)
         try:
             return await self._scorer.scores(prompt, list(choices), greedy, stats)
+        except asyncio.CancelledError:
+            stats.cancelled = True
+            raise
         except ServedModelError as exc:
             stats.error = str(exc)
             raise ServedModelError(f"model '{self.name}': {exc}") from None
         finally:
             stats.seconds = time.perf_counter() - started
-            self.scorings.append(stats)
+            stats.finished = True
+            with self._lock:
+                self._active -= 1
+                self._idle.notify_all()
             log.debug(
                 "served.scored",
                 model=self.name,

@@ -2,13 +2,13 @@
 this server can do it at all.
 
 Whether it can is known from the server's kind (an `openai` server cannot), then asked of the
-server once, at the first `scoring_error()`: a completion that asks for log-probabilities but
-samples nothing. The answer is kept, unless the server could not be reached or was busy (it may
-come up later). That first call blocks for the one small request (at most `_PROBE_SECONDS`:
-a server that is busy for longer is asked again next time), on the engine loop where a node
-asks; a host that wants no such wait on the loop calls `scoring_error()` itself before
-creating agents. Not at the model's creation: a served model sends nothing until it is needed,
-so that it can be made before its server is up.
+server once, at the first `scoring_error()`: a completion asking for log-probabilities that
+samples one token at most (`logprobs.probe_request`). The answer is kept, unless the server
+could not be reached or was busy (it may come up later). That first call blocks for the one
+small request (at most `_PROBE_SECONDS`: a server that is busy for longer is asked again next
+time), on the engine loop where a node asks; a host that wants no such wait on the loop calls
+`scoring_error()` itself before creating agents. Not at the model's creation: a served model
+sends nothing until it is needed, so that it can be made before its server is up.
 """
 
 from __future__ import annotations

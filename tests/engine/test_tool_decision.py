@@ -308,16 +308,22 @@ def test_diagnostics_say_how_close_the_decision_was() -> None:
     assert talk["request"] < 0 and "tool" not in talk and "margin" not in talk
 
 
+#: An earlier turn that gave three apples (a call and its result), as a seeded dialog.
+APPLES_GIVEN = [
+    {"role": "user", "content": "Give me 3 apples"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+     "function": {"name": "give_item", "arguments": {"item": "apples", "count": 3}}}]},
+    {"role": "tool", "tool_call_id": "c0", "name": "give_item", "content": "ok"},
+]  # fmt: skip
+
+
 def test_the_decision_reads_the_recent_dialog_and_earlier_values() -> None:
     scorer = ScoringMock("mock", script=["unused"])
     earlier = [
-        {"role": "user", "content": "Give me 3 apples"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
-         "function": {"name": "give_item", "arguments": {"item": "apples", "count": 3}}}]},
-        {"role": "tool", "tool_call_id": "c0", "name": "give_item", "content": "ok"},
+        *APPLES_GIVEN,
         {"role": "user", "content": "Lovely weather."},
         {"role": "assistant", "content": "It is."},
-    ]  # fmt: skip
+    ]
     graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
     with tl.Engine(scorer) as engine:
         agent = engine.create_agent(graph, dialog=earlier)
@@ -395,12 +401,7 @@ def test_each_kind_of_line_has_its_own_boundary() -> None:
 
 def test_a_request_right_after_a_call_follows_it_up() -> None:
     scorer = ScoringMock("mock", script=["unused"])
-    earlier = [
-        {"role": "user", "content": "Give me 3 apples"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
-         "function": {"name": "give_item", "arguments": {"item": "apples", "count": 3}}}]},
-        {"role": "tool", "tool_call_id": "c0", "name": "give_item", "content": "ok"},
-    ]  # fmt: skip
+    earlier = APPLES_GIVEN
     graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
     with tl.Engine(scorer) as engine:
         calls: list[tl.ToolCallEvent] = []

@@ -25,6 +25,17 @@ SET_LIGHT = tl.ToolDefinition(
     ],
 )
 GET_TIME = tl.ToolDefinition(name="get_time", description="The time of day.")
+#: The tools the real-model decisions are checked on (local and served).
+OPEN_DOOR = tl.ToolDefinition(
+    name="open_door",
+    description="Open or unlock a door.",
+    parameters=[tl.ToolParamDefinition("door", "string", "Which door, e.g. 'north'.")],
+)
+SET_TORCH = tl.ToolDefinition(
+    name="set_torch",
+    description="Light the torch or put it out.",
+    parameters=[tl.ToolParamDefinition("lit", "boolean", "true to light it.")],
+)
 
 
 def graph_of(*nodes: tuple[str, tl.NodeParams], start: str | None = None) -> tl.GraphDescription:

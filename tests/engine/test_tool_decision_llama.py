@@ -13,17 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import turnloom as tl
-
-OPEN_DOOR = tl.ToolDefinition(
-    name="open_door",
-    description="Open or unlock a door.",
-    parameters=[tl.ToolParamDefinition("door", "string", "Which door, e.g. 'north'.")],
-)
-SET_TORCH = tl.ToolDefinition(
-    name="set_torch",
-    description="Light the torch or put it out.",
-    parameters=[tl.ToolParamDefinition("lit", "boolean", "true to light it.")],
-)
+from tests.helpers import OPEN_DOOR, SET_TORCH
 
 
 @pytest.fixture(scope="module")

@@ -20,22 +20,13 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 import turnloom as tl
+from tests.helpers import OPEN_DOOR, SET_TORCH
 from tests.served.conftest import MODEL, LlamaServer
 from tests.served.scripted import ScriptedServer, scripted_server
 from turnloom.engine.inference.served.logprobs import TOP_K
 
 #: How far a served log-probability may be from the local model's (see the module docstring).
 TOLERANCE = 0.3
-OPEN_DOOR = tl.ToolDefinition(
-    name="open_door",
-    description="Open or unlock a door.",
-    parameters=[tl.ToolParamDefinition("door", "string", "Which door, e.g. 'north'.")],
-)
-SET_TORCH = tl.ToolDefinition(
-    name="set_torch",
-    description="Light the torch or put it out.",
-    parameters=[tl.ToolParamDefinition("lit", "boolean", "true to light it.")],
-)
 DOOR = "Player: Open the north door.\nAction:"
 DOOR_CHOICES = [" open door\n", " talk\n", " open the door\n"]
 

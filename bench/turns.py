@@ -77,6 +77,12 @@ OBSERVING = {
 #: every 0.25 s).
 SETTLE_S = 0.3
 LIMITS = {"unset": 1.05, "noop": 1.05, "served": 1.15, "inspect": 1.15}
+#: Turns per timed round of the seeing-inside rows: a second or two of a busy game, so that a
+#: watching page is measured as it runs while the game stays busy, not only as it wakes up.
+OBSERVED_TURNS = 10_000
+#: What the watched page's main thread spent its time on, as Chromium's `Performance.getMetrics`
+#: counts it (seconds so far): all its tasks, and of those script, style and layout.
+PAGE_METRICS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration")
 
 
 @dataclass
@@ -111,6 +117,26 @@ class Watching:
         #: Per timed loop, this process's CPU seconds (all its threads) per turn: what the
         #: turns cost the engine itself, whatever else the machine runs meanwhile.
         self.cpu_per_turn: list[float] = []
+        #: Per timed loop, the watched page's main-thread time by what it was, as Chromium
+        #: counts it (PAGE_METRICS), in milliseconds per second of turns.
+        self.page_ms: list[dict[str, float]] = []
+        #: Where to write Chromium's trace of the page over the timed loop (None: no trace).
+        self.trace_to: str | None = None
+
+    def page_metrics(self) -> dict[str, float]:
+        """Chromium's own counters of the watched page (empty unless a browser watches)."""
+        return self.browser.page_metrics() if self.mode == "inspect" else {}
+
+    def note(
+        self, turns: int, seconds: float, cpu: float, own: float, page: dict[str, float]
+    ) -> None:
+        """Book one timed loop of `turns` turns that took `seconds`, from these readings
+        taken at its start: the browser's CPU, this process's CPU, the page's counters."""
+        self.cpu_per_turn.append((time.process_time() - own) / turns)
+        self.browser_busy.append((self.cpu() - cpu) / seconds)
+        if page:
+            now = self.page_metrics()
+            self.page_ms.append({k: (now[k] - page[k]) / seconds * 1000 for k in PAGE_METRICS})
 
     def set_up(self, engine: Any) -> None:
         """Give `engine` (either face) this run's observers: as it comes ("default", and
@@ -158,6 +184,9 @@ async def _turnloom_reused(
         if profiler is not None:
             profiler.enable()
         paused = answered = 0
+        if watching.trace_to is not None:
+            await asyncio.to_thread(watching.browser.trace, None)
+        page_at = await asyncio.to_thread(watching.page_metrics)
         cpu, own = watching.cpu(), time.process_time()
         t0 = time.perf_counter()
         for i in range(turns):
@@ -165,8 +194,9 @@ async def _turnloom_reused(
             paused += (await agent.send_message("hi")).pause is not None
             answered += bool((await agent.resume()).result.text)  # type: ignore[union-attr]
         seconds = time.perf_counter() - t0
-        watching.cpu_per_turn.append((time.process_time() - own) / turns)
-        watching.browser_busy.append((watching.cpu() - cpu) / seconds)
+        await asyncio.to_thread(watching.note, turns, seconds, cpu, own, page_at)
+        if watching.trace_to is not None:
+            await asyncio.to_thread(watching.browser.trace, watching.trace_to)
         if profiler is not None:
             profiler.disable()
         assert paused == answered == turns, (paused, answered)
@@ -191,6 +221,7 @@ def _turnloom_blocking(
                 watching.browser.watch(page.url, agents[0].agent_id)
         gc.collect()
         paused = answered = 0
+        page_at = watching.page_metrics()
         cpu, own = watching.cpu(), time.process_time()
         t0 = time.perf_counter()
         for i in range(turns):
@@ -198,8 +229,7 @@ def _turnloom_blocking(
             paused += agent.send_message("hi").pause is not None
             answered += bool(agent.resume().result.text)  # type: ignore[union-attr]
         seconds = time.perf_counter() - t0
-        watching.cpu_per_turn.append((time.process_time() - own) / turns)
-        watching.browser_busy.append((watching.cpu() - cpu) / seconds)
+        watching.note(turns, seconds, cpu, own, page_at)
         assert paused == answered == turns, (paused, answered)
     return seconds
 
@@ -319,7 +349,7 @@ def _observing_variants(n: Callable[[int], int], browser: Any) -> list[Variant]:
                     return _turnloom_blocking(t, pause_then_generate, w)
 
             variants.append(
-                Variant(f"obs_{face}_{mode}", name, n(3_000), n(500), run, [], watching)
+                Variant(f"obs_{face}_{mode}", name, n(OBSERVED_TURNS), n(1_000), run, [], watching)
             )
     return variants
 
@@ -436,15 +466,27 @@ def _profile(turns: int) -> None:
 def _profile_observing(turns: int, browser: Any) -> None:
     import cProfile
     import pstats
+    import tempfile
+
+    from bench.watching import trace_summary
 
     mode = "inspect" if browser is not None else "off"
     profiler = cProfile.Profile()
-    asyncio.run(_turnloom_reused(pause_then_generate, turns, profiler, Watching(mode, browser)))
+    watching = Watching(mode, browser)
+    trace = os.path.join(tempfile.mkdtemp(prefix="turnloom-page-"), "trace.json")
+
+    if browser is not None:  # the page's own trace too, as DevTools' Performance panel has it
+        watching.trace_to = trace
+    seconds = asyncio.run(_turnloom_reused(pause_then_generate, turns, profiler, watching))
     print(
         f"\ncProfile of AsyncEngine, Pause->Generate(mock), {OBSERVING[mode]}: the timed loop of "
         f"{turns} turns (setup excluded), top 25 by own time:"
     )
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    if browser is not None:
+        print(f"the watched page's main thread over those turns (Chromium's trace, {trace}):")
+        for name, ms in trace_summary(trace):
+            print(f"  {name:<40} {ms / seconds:7.1f} ms/s")
 
 
 def _fastest(figures: dict[str, Figure], *keys: str) -> Figure:
@@ -584,6 +626,16 @@ def _print_observing(figures: dict[str, Figure], variants: list[Variant]) -> lis
             if mode == "inspect" and watching is not None and watching.browser_busy:
                 busy = statistics.median(watching.browser_busy)
                 print(f"  {'':<18} the browser's own CPU meanwhile: {busy:.0%} of one core")
+                if watching.page_ms:
+                    ms = {
+                        k: statistics.median(p[k] for p in watching.page_ms) for k in PAGE_METRICS
+                    }
+                    print(
+                        f"  {'':<18} the page's main thread (Chromium's count): "
+                        f"{ms['TaskDuration']:.0f} ms/s, of which script "
+                        f"{ms['ScriptDuration']:.0f}, style {ms['RecalcStyleDuration']:.0f}, "
+                        f"layout {ms['LayoutDuration']:.0f}"
+                    )
     return over
 
 
@@ -647,6 +699,7 @@ def main(argv: list[str] | None = None) -> None:
             if v.watching is not None:
                 v.watching.browser_busy.clear()
                 v.watching.cpu_per_turn.clear()
+                v.watching.page_ms.clear()
         for _ in range(args.repeat):
             for v in variants:
                 v.seconds.append(v.run(v.turns))

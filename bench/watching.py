@@ -7,14 +7,22 @@ waits until the page says it is live, and answers "ready". Its CPU time (the chi
 Playwright driver and every chromium process) is read with psutil so that the benchmark can
 say what the browser cost the machine apart from the turns.
 
+The page's own split of that time comes from Chromium itself (the DevTools protocol's
+`Performance.getMetrics`: seconds spent in script, style, layout, and all tasks of the page's
+main thread), asked for with a `metrics` line.
+
 Run as `python -m bench.watching` by `Browser`; not a benchmark of its own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -25,6 +33,46 @@ LAUNCH_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+#: What a trace of the page records: its main thread's tasks and what they were (script,
+#: style, layout, paint...), as DevTools' Performance panel shows them.
+TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8.execute"]
+
+
+def trace_summary(path: str, top: int = 12) -> list[tuple[str, float]]:
+    """From a trace written by `Browser.trace`: the page's main-thread time by what it was
+    (milliseconds, most first): each complete event's time less that of the events inside it,
+    on the renderer's main thread (`CrRendererMain`)."""
+    loaded = json.loads(Path(path).read_text())
+    events = loaded.get("traceEvents", []) if isinstance(loaded, dict) else loaded
+    main = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("ph") == "M"
+        and e.get("name") == "thread_name"
+        and e.get("args", {}).get("name") == "CrRendererMain"
+    }
+    spans = sorted(
+        (e["ts"], -e["dur"], e["name"], (e["pid"], e["tid"]))
+        for e in events
+        if e.get("ph") == "X" and "dur" in e and (e["pid"], e["tid"]) in main
+    )
+    entries: list[list[Any]] = []  # [end, name, own time]
+    stacks: dict[tuple[int, int], list[list[Any]]] = {}
+    for start, minus_dur, name, thread in spans:
+        end = start - minus_dur
+        stack = stacks.setdefault(thread, [])
+        while stack and stack[-1][0] <= start:
+            stack.pop()
+        if stack:  # nested: its time is not its parent's own
+            stack[-1][2] -= min(end, stack[-1][0]) - start
+        entry = [end, name, end - start]
+        stack.append(entry)
+        entries.append(entry)
+    own: Counter[str] = Counter()
+    for _end, name, left in entries:
+        own[name] += left / 1000
+    return own.most_common(top)
 
 
 def available() -> str | None:
@@ -66,6 +114,27 @@ class Browser:
         if answer != "ready":
             raise RuntimeError(f"the watching browser did not get ready: {answer or 'it died'}")
 
+    def page_metrics(self) -> dict[str, float]:
+        """Chromium's own counters of the page being watched (`Performance.getMetrics`):
+        `TaskDuration`, `ScriptDuration`, `LayoutDuration`, `RecalcStyleDuration` (seconds
+        so far on the page's main thread), `LayoutCount`, `RecalcStyleCount`, ..."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write("metrics\n")
+        self._process.stdin.flush()
+        answer = self._process.stdout.readline()
+        found: dict[str, float] = json.loads(answer)
+        return found
+
+    def trace(self, path: str | None) -> None:
+        """Start Chromium's own performance trace of the page (`path` None), or stop it and
+        write it to `path` (open it in chrome://tracing or DevTools; `trace_summary` reads it)."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write("trace-start\n" if path is None else f"trace-stop {path}\n")
+        self._process.stdin.flush()
+        answer = self._process.stdout.readline().strip()
+        if answer != "ok":
+            raise RuntimeError(f"the watching browser could not trace: {answer or 'it died'}")
+
     def cpu_seconds(self) -> float:
         """CPU time (user + system) the browser's processes have used so far."""
         import psutil
@@ -98,7 +167,20 @@ def _serve() -> None:
             executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS
         )
         page = browser.new_page()
+        devtools = page.context.new_cdp_session(page)
+        devtools.send("Performance.enable")
         for line in sys.stdin:
+            if line.strip() == "metrics":
+                found = devtools.send("Performance.getMetrics")["metrics"]
+                print(json.dumps({m["name"]: m["value"] for m in found}), flush=True)
+                continue
+            if line.startswith("trace-"):
+                if line.strip() == "trace-start":
+                    browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
+                else:
+                    Path(line.split(maxsplit=1)[1].strip()).write_bytes(browser.stop_tracing())
+                print("ok", flush=True)
+                continue
             url, agent_id = line.split()
             try:
                 page.goto(url)

@@ -215,10 +215,17 @@ def test_the_websocket_from_another_origin_is_refused() -> None:
         assert refused.value.status == 403
         async with session.ws_connect(socket_url, origin=page.url.rstrip("/")) as socket:
             assert json.loads(await socket.receive_str())[0]["type"] == "hello"
+            await socket.send_json({"watch": agent.agent_id})  # the page shows this agent
+            for _ in range(1000):  # until the server has read it
+                if agent.agent_id in page.watchers.shown():
+                    break
+                await asyncio.sleep(0.01)
+            assert page.watchers.shown() == {agent.agent_id}
             await agent.resume()  # the page hears of it, pushed
             pushed = json.loads(await asyncio.wait_for(socket.receive_str(), 10))
             assert pushed[0]["type"] == "changed"
-            assert agent.agent_id in pushed[0]["touched"]
+            assert [row["id"] for row in pushed[0]["agents"]] == [agent.agent_id]
+            assert pushed[0]["chosen"] is True
 
     with_inspector(body)
 

@@ -131,3 +131,27 @@ def test_a_turn_restored_paused_from_the_store_counts_as_paused(tmp_path: Path) 
         found = samples(metrics.exposition().decode())
         assert found["turnloom_turns_paused", ()] == 0
         assert found["turnloom_turns_total", (("status", "success"),)] == 1
+
+
+def test_a_pause_begun_in_another_process_is_timed_from_its_snapshot(tmp_path: Path) -> None:
+    store = tmp_path / "game.db"
+    graph = story_graph()
+    clock = tl.VirtualClock()
+    with tl.Engine(tl.MockModel("mock", ["no call"]), store=store, clock=clock) as first:
+        clock.advance(100)
+        paused = first.create_agent(graph)
+        assert paused.send_message("wait for me").pause.node_name == "wait"  # type: ignore[union-attr]
+        snapshot = paused.snapshot()
+    clock.advance(150)  # the game was away: the pause went on
+    with tl.Engine(tl.MockModel("mock", ["no call"]), store=store, clock=clock) as second:
+        metrics = second.metrics()  # after the agent came back from the store
+        assert second.agent(paused.agent_id).resume().pause is None
+        clock.advance(30)
+        # One restored by the running engine, with the metrics already there.
+        copy = second.restore(snapshot, durable=False)
+        copy.cancel()
+        found = samples(metrics.exposition().decode())
+    assert found["turnloom_pause_duration_seconds_count", ()] == 2
+    assert found["turnloom_pause_duration_seconds_sum", ()] == 150 + 180
+    assert found["turnloom_pause_duration_seconds_bucket", (("le", "300.0"),)] == 2
+    assert found["turnloom_pause_duration_seconds_bucket", (("le", "60.0"),)] == 0

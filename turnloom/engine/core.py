@@ -45,6 +45,7 @@ from .turns.agent_tags import checked_tags
 from .turns.dialog.history import check_fits
 from .turns.dialog.messages import dialog_from_messages
 from .turns.input_queue import checked_policy
+from .turns.observers import tell
 from .turns.results import AgentListener
 from .turns.runtime import EngineSettings, Runtime
 
@@ -233,6 +234,8 @@ class EngineCore(Runtime):
         log.debug("agent.created", agent_id=agent.agent_id, nodes=len(plan.compiled.nodes))
         if isinstance(agent, DurableAgentCore):
             agent.save()
+        if self.observers.agent_added:
+            tell(self.observers, "agent_added", agent)
         return agent
 
     def restore(
@@ -354,6 +357,8 @@ class EngineCore(Runtime):
             upcoming = next(self._turn_ids)
             self._turn_ids = itertools.count(max(upcoming, plan.max_turn_id + 1))
         log.debug("agent.restored", agent_id=agent_id, paused=plan.turn is not None)
+        if self.observers.agent_added:
+            tell(self.observers, "agent_added", agent)
         return agent
 
     def restore_stored(self, listener_for: Callable[[], AgentListener]) -> list[AgentCore]:
@@ -487,7 +492,8 @@ class EngineCore(Runtime):
 
     def forget(self, agent_id: int) -> None:
         """Drop a destroyed agent."""
-        self.agents.pop(agent_id, None)
+        if self.agents.pop(agent_id, None) is not None and self.observers.agent_removed:
+            tell(self.observers, "agent_removed", agent_id)
 
     def close(self) -> None:
         """Cancel every open turn and destroy every agent; stored agents stay stored (their

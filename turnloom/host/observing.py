@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..engine.support.extras import install_hint
-from ..engine.turns.observers import TurnObserver
+from ..engine.turns.observers import TurnObserver, implemented_hooks, tell
 
 if TYPE_CHECKING:
     from ..engine.core import EngineCore
@@ -52,8 +52,12 @@ class ObservedEngine:
             return
         if observer.records_nothing():
             self._resting_observers.append(observer)
-        else:
-            self.core.observers.append(observer)
+            return
+        self.core.observers.append(observer)
+        if "agent_added" in implemented_hooks(observer):
+            # The agents already here (a pause restored from a store among them) are news to it.
+            for agent in list(self.core.agents.values()):
+                tell((observer,), "agent_added", agent)
 
     def remove_observer(self, observer: TurnObserver) -> None:
         """Stop `observer` watching (nothing if it was not)."""

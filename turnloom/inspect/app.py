@@ -27,20 +27,23 @@ from aiohttp import WSMsgType, web
 
 from ..engine.support.logs import get_logger
 from .actions import act
-from .recorder import TimelineRecorder
+from .recorder import TimelineRecorder, fast_now
 from .views import Drawings, agent_detail, agent_summary, machine_data, row_key
-from .watchers import Watchers
+from .watchers import Watcher, Watchers
 
 log = get_logger("turnloom.inspect")
 
 #: The most agents the list carries (paused the longest first): enough to see a crowd, bounded
 #: so that a page over 100,000 agents stays a page.
 MAX_LISTED = 2000
-#: How often the pages hear of agents that changed: live to the eye, one message per page per
-#: tick however busy the engine is (the turns only note who changed).
+#: How often the pages hear of agents that changed (made and gone too): live to the eye, at
+#: most one message per page per tick however busy the engine is (the turns only note who).
 PUSH_EVERY_S = 0.1
-#: Every how many ticks the list is checked for agents made or gone.
-ROSTER_EVERY_TICKS = 5
+#: While something changed at each of the last BUSY_TICKS ticks, the ticks come this far
+#: apart instead: a busy game is told in fewer, larger messages (the page redraws once a
+#: second then anyway).
+BUSY_PUSH_EVERY_S = 0.25
+BUSY_TICKS = 10
 _COOKIE = "turnloom_inspector"
 _STATIC = ("index.html", "inspector.js", "inspector.css")
 _TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
@@ -91,12 +94,13 @@ class Inspector:
         self.engine = engine
         self.ssl = ssl
         self.auth_key = auth_key
-        self.recorder = TimelineRecorder(engine.clock.now)
+        self.recorder = TimelineRecorder(fast_now(engine.clock))
         self.drawings = Drawings(use_dot)
         self._sessions: set[str] = set()
         self._labels: dict[int, str] = {}
         self._runner: web.AppRunner | None = None
-        self._watchers = Watchers()
+        #: The pages watching (their queues, and the agent each shows).
+        self.watchers = Watchers()
         self._ticker: asyncio.Task[None] | None = None
         #: Each agent's row as the pages last heard of it (`row_key`), and the number of the
         #: latest push: a page drops pushes older than the list it loaded.
@@ -241,9 +245,23 @@ class Inspector:
         return agent
 
     async def _agent(self, request: web.Request) -> web.Response:
+        """The chosen agent: `?full=0` without its graph and params (a page refreshing an agent
+        it has drawn), `?have=3,4` without those ended turns (the page shows them already)."""
         agent = self._agent_of(request)
+        query = request.query
+        try:
+            have = frozenset(int(t) for t in query.get("have", "").split(",") if t)
+        except ValueError:
+            raise web.HTTPBadRequest(text="have: turn ids separated by commas") from None
         track = self.recorder.tracks.get(agent.agent_id)
-        detail = agent_detail(agent, track, self._labels, self.engine.clock.now())
+        detail = agent_detail(
+            agent,
+            track,
+            self._labels,
+            self.engine.clock.now(),
+            full=query.get("full", "1") != "0",
+            have=have,
+        )
         return web.json_response(detail, dumps=_dumps)
 
     async def _graph_svg(self, request: web.Request) -> web.Response:
@@ -271,41 +289,25 @@ class Inspector:
     # --- live ---------------------------------------------------------------------------------
 
     async def _tick(self) -> None:
-        """Every PUSH_EVERY_S: tell the pages of the agents that changed (the turns only noted
-        which), and now and then of agents made or gone (whose tracks are then dropped)."""
-        known = set(self.engine.agents)
-        ticks = 0
+        """Every PUSH_EVERY_S (BUSY_PUSH_EVERY_S while busy): tell the pages of the agents
+        that changed, were made or went (the turns and the engine only noted which)."""
+        recorder = self.recorder
+        busy = 0  # ticks in a row that found changes
         while True:
-            await asyncio.sleep(PUSH_EVERY_S)
-            ticks += 1
-            if self.recorder.changed:
-                if len(self._watchers):
-                    self._push_changes()
-                else:  # nobody to tell: a page loads the list as it is when it comes
-                    self.recorder.changed.clear()
-            if ticks % ROSTER_EVERY_TICKS:
+            await asyncio.sleep(BUSY_PUSH_EVERY_S if busy >= BUSY_TICKS else PUSH_EVERY_S)
+            if not recorder.changed:
+                busy = 0
                 continue
-            now = set(self.engine.agents)
-            if now != known:
-                for gone in known - now:
-                    self.recorder.forget(gone)
-                    self._shown.pop(gone, None)
-                known = now
-                if len(self._watchers):
-                    self._version += 1
-                    self._shown.clear()
-                    self._watchers.push(
-                        {
-                            "type": "agents",
-                            "version": self._version,
-                            "agents": self._summaries(),
-                            "total": len(now),
-                        }
-                    )
+            busy += 1
+            if len(self.watchers):
+                self._push_changes()
+            else:  # nobody to tell: a page loads the list as it is when it comes
+                recorder.changed.clear()
+                self._shown.clear()
 
     def _push_changes(self) -> None:
-        """One message: the rows that look different from what the pages have, the agents
-        gone, and every agent that had events (a page showing one refreshes it)."""
+        """One message: the rows that look different from what the pages have and the agents
+        gone; a page showing one of the agents that had events is told to fetch it again."""
         recorder = self.recorder
         touched, recorder.changed = recorder.changed, set()
         now = self.engine.clock.now()
@@ -314,8 +316,8 @@ class Inspector:
         for agent_id in sorted(touched):
             agent = agents.get(agent_id)
             if agent is None:
-                gone.append(agent_id)
                 shown.pop(agent_id, None)
+                gone.append(agent_id)
                 continue
             track = tracks.get(agent_id)
             key = row_key(agent, track)
@@ -323,26 +325,19 @@ class Inspector:
                 shown[agent_id] = key
                 rows.append(agent_summary(agent, track, self._labels, now))
         self._version += 1
-        self._watchers.push(
-            {
-                "type": "changed",
-                "version": self._version,
-                "agents": rows,
-                "gone": gone,
-                "touched": sorted(touched),
-            }
-        )
+        message = {"type": "changed", "version": self._version, "agents": rows, "gone": gone}
+        self.watchers.push_changes(message, touched)
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         socket = web.WebSocketResponse(heartbeat=30)
         await socket.prepare(request)
-        queue = self._watchers.join()
+        watcher = self.watchers.join()
         self._sockets.add(socket)
-        reader = asyncio.get_running_loop().create_task(_drain(socket))
+        reader = asyncio.get_running_loop().create_task(_read(socket, watcher))
         try:
             await socket.send_str(json.dumps([{"type": "hello"}]))
             while not socket.closed:
-                getter = asyncio.ensure_future(queue.get())
+                getter = asyncio.ensure_future(watcher.queue.get())
                 done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
                 if getter not in done:
                     getter.cancel()
@@ -352,16 +347,27 @@ class Inspector:
             pass  # the page went away mid-send
         finally:
             reader.cancel()
-            self._watchers.leave(queue)
+            self.watchers.leave(watcher)
             self._sockets.discard(socket)
         return socket
 
 
-async def _drain(socket: web.WebSocketResponse) -> None:
-    """Read (and ignore) what the page sends, until it closes: the socket only pushes."""
+async def _read(socket: web.WebSocketResponse, watcher: Watcher) -> None:
+    """Read what the page sends until it closes: `{"watch": AGENT_ID}` (or null) names the
+    agent it shows, whose changes it is then told of; anything else is ignored."""
     async for message in socket:
         if message.type in (WSMsgType.CLOSE, WSMsgType.ERROR):
             break
+        if message.type is not WSMsgType.TEXT:
+            continue
+        try:
+            said = json.loads(message.data)
+        except ValueError:
+            continue
+        if isinstance(said, dict) and "watch" in said:
+            chosen = said["watch"]
+            is_id = isinstance(chosen, int) and not isinstance(chosen, bool)
+            watcher.chosen = chosen if is_id else None
 
 
 def _same_origin(request: web.Request) -> bool:

@@ -45,18 +45,18 @@ def agent_summary(
     turn = agent.turn
     pause = turn.pause
     state = turn.state.value
-    node = ""
+    in_node, last_node = track.node_now() if track is not None else ("", "")
     if pause is not None:
         node = pause.info.node_name
-    elif track is not None:
-        node = track.node or (track.last_node if state != TurnState.IDLE.value else "")
+    else:
+        node = in_node or (last_node if state != TurnState.IDLE.value else "")
     return {
         "id": agent.agent_id,
         "graph": graph_label(agent, labels),
         "state": state,
         "turn_id": turn.turn_id,
         "node": node,
-        "last_node": track.last_node if track is not None else "",
+        "last_node": last_node,
         "paused_node": pause.info.node_name if pause is not None else "",
         "pending_exit": pause.info.pending_exit if pause is not None else "",
         "paused_for_s": round(now - pause.started_at, 3) if pause is not None else None,
@@ -76,17 +76,24 @@ def row_key(agent: Any, track: AgentTrack | None) -> tuple[Any, ...]:
         turn.state,
         None if pause is None else pause.started_at,
         None if pause is None else pause.info.node_name,
-        "" if track is None else track.node,
-        "" if track is None else track.last_node,
+        ("", "") if track is None else track.node_now(),
         None if last is None else last.status,
         tuple(agent.tags.items()) if agent.tags else (),
     )
 
 
 def agent_detail(
-    agent: Any, track: AgentTrack | None, labels: dict[int, str], now: float
+    agent: Any,
+    track: AgentTrack | None,
+    labels: dict[int, str],
+    now: float,
+    *,
+    full: bool = True,
+    have: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
-    """Everything the page shows of the chosen agent."""
+    """What the page shows of the chosen agent. `full`: with its graph and params (what a page
+    draws once, when the agent is chosen); `have`: ended turns the page already shows, left
+    out of `timeline` (an ended turn never changes); `turn_ids` lists every turn kept."""
     detail = agent_summary(agent, track, labels, now)
     pause = agent.turn.pause
     detail["pause"] = None
@@ -103,21 +110,21 @@ def agent_detail(
                 for c in info.pending_calls
             ],
         }
-    detail["graph_data"] = graph_data(agent)
-    detail["params"] = {name: params_form(params) for name, params in agent.params.items()}
+    if full:
+        detail["graph_data"] = graph_data(agent)
+        detail["params"] = {name: params_form(params) for name, params in agent.params.items()}
     params = agent.params
 
     def node_type(node: str) -> str:
         return str(getattr(params.get(node), "node_type", ""))
 
-    detail["timeline"] = [
-        {"turn_id": t.turn_id, "status": t.status, "events": t.entries(node_type)}
-        for t in (track.turns if track is not None else ())
-    ]
+    turns = track.timeline(node_type) if track is not None else []
+    detail["turn_ids"] = [t["turn_id"] for t in turns]
+    detail["timeline"] = [t for t in turns if not (t["status"] and t["turn_id"] in have)]
     turn = agent.turn
-    seen = track is not None and any(t.turn_id == turn.turn_id for t in track.turns)
-    if turn.state is not TurnState.IDLE and not seen:
+    if turn.state is not TurnState.IDLE and turn.turn_id not in detail["turn_ids"]:
         detail["timeline"].append(_begun_unseen(turn))
+        detail["turn_ids"].append(turn.turn_id)
     return detail
 
 

@@ -87,10 +87,14 @@ class TurnMetrics(TurnObserver):
             "turnloom_rejections", "Host operations refused, by error code.", ["code"], registry=reg
         )
         self.sessions = prom.Gauge("turnloom_sessions_open", "Open wire sessions.", registry=reg)
-        #: Per open turn (agent id, turn id): when it started, on the engine clock.
-        self._started: dict[tuple[int, int], float] = {}
-        #: Per paused turn: when its pause began.
-        self._paused: dict[tuple[int, int], float] = {}
+        #: Per agent with an open turn: (its turn id, when it started), on the engine clock.
+        self._started: dict[int, tuple[int, float]] = {}
+        #: Per agent with a paused turn: (its turn id, when the pause began).
+        self._paused: dict[int, tuple[int, float]] = {}
+        #: The labelled children in use, by their labels (made once each).
+        self._models: dict[str, tuple[Any, Any, Any]] = {}
+        self._outcomes: dict[tuple[str, str], Any] = {}
+        self._statuses: dict[Any, Any] = {}
         # Counted at each scrape: the pauses seen here, until `count_paused` says better.
         self.paused_now.set_function(lambda: len(self._paused))
 
@@ -111,39 +115,72 @@ class TurnMetrics(TurnObserver):
 
     def turn_started(self, agent: Any, turn: Turn) -> None:
         """Note when the turn started."""
-        self._started[agent.agent_id, turn.turn_id] = agent.runtime.clock.now()
+        self._started[agent.agent_id] = (turn.turn_id, agent.runtime.clock.now())
 
     def paused(self, agent: Any, turn: Turn, info: PauseInfo) -> None:
         """Count the pause and note when it began."""
-        self._paused[agent.agent_id, turn.turn_id] = agent.runtime.clock.now()
+        self._paused[agent.agent_id] = (turn.turn_id, agent.runtime.clock.now())
 
     def resumed(self, agent: Any, turn: Turn, node_name: str, resume_node: str) -> None:
         """Book the pause that just ended."""
         self._pause_ended(agent, turn.turn_id)
 
+    def agent_added(self, agent: Any) -> None:
+        """An agent restored paused: its pause began in another process (or before these
+        metrics), when its snapshot says; it is booked when it ends, like any other."""
+        turn = agent.turn
+        if turn.pause is not None:
+            self._paused[agent.agent_id] = (turn.turn_id, turn.pause.started_at)
+
+    def agent_removed(self, agent_id: int) -> None:
+        """Forget what was noted of an agent gone (destroyed, or let go to its store paused:
+        its pause is booked where it ends)."""
+        self._paused.pop(agent_id, None)
+        self._started.pop(agent_id, None)
+
     def _pause_ended(self, agent: Any, turn_id: int) -> None:
-        began = self._paused.pop((agent.agent_id, turn_id), None)
-        if began is not None:
-            self.pause_seconds.observe(agent.runtime.clock.now() - began)
+        noted = self._paused.pop(agent.agent_id, None)
+        if noted is not None and noted[0] == turn_id:
+            self.pause_seconds.observe(agent.runtime.clock.now() - noted[1])
+
+    def _of_model(self, model: str) -> tuple[Any, Any, Any]:
+        """The model's children of the token counters and the first-token histogram, made
+        once: prometheus-client's `labels()` costs more than the count itself."""
+        found = self._models.get(model)
+        if found is None:
+            found = self._models[model] = (
+                self.generated_tokens.labels(model),
+                self.prompt_tokens.labels(model),
+                self.first_token_seconds.labels(model),
+            )
+        return found
 
     def generation_ended(self, agent: Any, turn: Turn, node: str, record: GenerationRecord) -> None:
         """Count the generation's tokens and time to the first token."""
         model = record.model
-        self.generated_tokens.labels(model).inc(record.tokens)
-        self.prompt_tokens.labels(model).inc(record.prompt_tokens)
+        generated, prompt, first_token = self._models.get(model) or self._of_model(model)
+        generated.inc(record.tokens)
+        prompt.inc(record.prompt_tokens)
         if record.seconds_to_first_token is not None:
-            self.first_token_seconds.labels(model).observe(record.seconds_to_first_token)
+            first_token.observe(record.seconds_to_first_token)
         error = record.error
         outcome = "ok" if not error else error if error in ("cancelled", "timeout") else "error"
-        self.generations.labels(model, outcome).inc()
+        counter = self._outcomes.get((model, outcome))
+        if counter is None:
+            counter = self._outcomes[model, outcome] = self.generations.labels(model, outcome)
+        counter.inc()
 
     def turn_ended(self, agent: Any, turn: Turn, result: TurnResult) -> None:
         """Count the turn by status and observe its duration."""
         self._pause_ended(agent, turn.turn_id)  # a turn cancelled or timed out while paused
-        self.turns.labels(result.status.value).inc()
-        started = self._started.pop((agent.agent_id, turn.turn_id), None)
-        if started is not None:  # not a turn restored from a snapshot mid-way
-            elapsed = agent.runtime.clock.now() - started - result.paused_duration_s
+        status = result.status
+        counter = self._statuses.get(status)
+        if counter is None:
+            counter = self._statuses[status] = self.turns.labels(status.value)
+        counter.inc()
+        started = self._started.pop(agent.agent_id, None)
+        if started is not None and started[0] == turn.turn_id:  # not one restored mid-way
+            elapsed = agent.runtime.clock.now() - started[1] - result.paused_duration_s
             self.turn_seconds.observe(max(0.0, elapsed))
 
     def rejected(self, agent_id: int | None, operation: str, code: int, message: str) -> None:

@@ -279,7 +279,8 @@ class TurnTracer(TurnObserver):
             return
         self._pause_event(agent, opened, how="resumed", resume_node=resume_node)
         if info.pending_calls:
-            for call_id, content in tool_results_sent(turn, info.pending_calls).items():
+            sent = tool_results_sent(turn, [call.call_id for call in info.pending_calls])
+            for call_id, content in sent.items():
                 opened.span.add_event(
                     "tool_result",
                     {"gen_ai.tool.call.id": call_id, "turnloom.tool.result": content},

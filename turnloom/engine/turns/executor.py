@@ -43,7 +43,7 @@ _STATUS_OF_STATE = {
 def start(agent: TurnOwner, turn: Turn, inline: bool = False) -> None:
     """Start `turn` at the graph's start node (`inline`: see `_launch`)."""
     fire(turn, Trigger.START)
-    if agent.runtime.observers:
+    if agent.runtime.observers.turn_started:
         tell(agent.runtime.observers, "turn_started", agent, turn)
     if log.debug_on():
         log.debug(
@@ -97,7 +97,7 @@ async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
                     return
             params = agent.params[node]
             started = time.perf_counter() if turn.debug_nodes is not None else 0.0
-            if agent.runtime.observers:
+            if agent.runtime.observers.node_started:
                 tell(agent.runtime.observers, "node_started", agent, turn, node)
             outcome = await run_node(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
@@ -128,7 +128,7 @@ def _walk_inline(agent: TurnOwner, turn: Turn, node: str) -> str | None:
                 return node
             _count_step(agent, turn, node)
             started = time.perf_counter() if turn.debug_nodes is not None else 0.0
-            if agent.runtime.observers:
+            if agent.runtime.observers.node_started:
                 tell(agent.runtime.observers, "node_started", agent, turn, node)
             outcome = run_node_inline(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
@@ -157,7 +157,7 @@ def _after_node(
     stops here (the turn paused, or was ended from a callback while the node ran)."""
     if turn.state is not TurnState.RUNNING:
         return None
-    if agent.runtime.observers:
+    if agent.runtime.observers.node_ended:
         tell(agent.runtime.observers, "node_ended", agent, turn, node, outcome.exit_route)
     debug_index = None
     if turn.debug_nodes is not None:
@@ -220,7 +220,7 @@ def _pause(
             pending_exit=route,
             timeout_ms=timeout_ms,
         )
-    if engine.observers:
+    if engine.observers.paused:
         tell(engine.observers, "paused", agent, turn, info)
     agent.notify("on_paused", info, bool(turn.waiters))
     if turn.pause is not None and turn.pause.seq == turn.pause_seq:
@@ -269,7 +269,7 @@ def resume(
             resume_node=resume_node,
             next_node=target,
         )
-    if agent.runtime.observers:
+    if agent.runtime.observers.resumed:
         tell(agent.runtime.observers, "resumed", agent, turn, pause.info.node_name, resume_node)
     agent.notify("on_resumed", pause.info.node_name, resume_node)
     if not inline:
@@ -302,7 +302,7 @@ def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
         timeout_exit=pause.timeout_target,
     )
     if turn.state is TurnState.RESUMING:
-        if agent.runtime.observers:
+        if agent.runtime.observers.resumed:
             tell(
                 agent.runtime.observers,
                 "resumed",
@@ -369,6 +369,6 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
             status=status.value,
             error_code=result.error_code,
         )
-    if agent.runtime.observers:
+    if agent.runtime.observers.turn_ended:
         tell(agent.runtime.observers, "turn_ended", agent, turn, result)
     agent.turn_completed(turn, result)

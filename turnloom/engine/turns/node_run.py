@@ -115,18 +115,15 @@ class _NodeContext:
 
     def emit_tool_call(self, event: ToolCallEvent) -> None:
         if self.turn.state is TurnState.RUNNING:
-            if self.agent.runtime.observers:
+            if self.agent.runtime.observers.tool_called:
                 tell(self.agent.runtime.observers, "tool_called", self.agent, self.turn, event)
             self.agent.notify("on_tool_call", event)
 
     def generation_watch(self) -> GenerationWatch | None:
         observers = self.agent.runtime.observers
-        if not observers:
-            return None
-        agent, turn, node = self.agent, self.turn, self.node_name
-        return GenerationWatch(
-            lambda record: tell(observers, "generation_ended", agent, turn, node, record)
-        )
+        if not observers.generation_ended:
+            return None  # nobody would read the record: nothing to time
+        return GenerationWatch(observers, self.agent, self.turn, self.node_name)
 
     def node_state(self) -> dict[str, Any]:
         if self.agent.node_state is None:

@@ -4,18 +4,20 @@ An agent has one listener (the host API's dispatch or a wire session) and nothin
 its place. An observer watches every agent of an engine beside those listeners: the runtime
 keeps a list of them (`Runtime.observers`), empty by default. The executor calls them where it
 tells a listener of a pause, a resume, a tool call or a completion (just before the listener
-hears of it), and where a turn starts, a node begins and ends, and a generation ends. With the
-list empty each of those points costs one truth test.
+hears of it), where a turn starts, a node begins and ends, and a generation ends, and where
+an agent joins or leaves the engine. Where no observer implements the hook (the list empty
+above all) each of those points costs one truth test.
 
 Observers run on the engine loop, must not block, and must not change the turn: a failing one
-is logged and left out of that call, like a failing listener.
+is logged and left out of that call, like a failing listener. An observer is called only at
+the hooks it implements (overrides): the list resolves which, once, when it changes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Self, SupportsIndex
 
 from ..support.logs import get_logger
 
@@ -36,10 +38,10 @@ class GenerationRecord:
 
     __slots__ = (
         "_count_prompt",
-        "_prompt_tokens",
         "error",
         "max_tokens",
         "model",
+        "prompt_tokens_if_counted",
         "seconds",
         "seconds_to_first_token",
         "temperature",
@@ -67,25 +69,23 @@ class GenerationRecord:
         self.temperature = temperature
         #: Why it did not finish ("cancelled", "timeout", the error's text), or "" when it did.
         self.error = error
+        #: The prompt's token count if it is known without counting now (the backend said, or
+        #: an observer has read `prompt_tokens`), else None. A plain attribute: an observer
+        #: that only shows what is known reads it without a call.
+        self.prompt_tokens_if_counted: int | None
         if callable(prompt_tokens):
-            self._prompt_tokens: int | None = None
+            self.prompt_tokens_if_counted = None
             self._count_prompt: Callable[[], int] | None = prompt_tokens
         else:
-            self._prompt_tokens, self._count_prompt = prompt_tokens, None
+            self.prompt_tokens_if_counted, self._count_prompt = prompt_tokens, None
 
     @property
     def prompt_tokens(self) -> int:
         """Tokens of the prompt as the backend counted them (0 when it cannot say)."""
-        if self._prompt_tokens is None:
+        if self.prompt_tokens_if_counted is None:
             count, self._count_prompt = self._count_prompt, None
-            self._prompt_tokens = count() if count is not None else 0
-        return self._prompt_tokens
-
-    @property
-    def prompt_tokens_if_counted(self) -> int | None:
-        """The prompt's token count if it is known without counting now (the backend said, or
-        an observer has read `prompt_tokens`), else None."""
-        return self._prompt_tokens
+            self.prompt_tokens_if_counted = count() if count is not None else 0
+        return self.prompt_tokens_if_counted
 
     def __repr__(self) -> str:
         return (
@@ -134,23 +134,176 @@ class TurnObserver:
     def rejected(self, agent_id: int | None, operation: str, code: int, message: str) -> None:
         """A host operation was refused with `code` (any face: embedded, wire, inspector)."""
 
+    def agent_added(self, agent: Any) -> None:
+        """`agent` is in the engine from now on, as it stands: made, or restored, loaded,
+        forked or taken from a store (then maybe paused, its pause begun elsewhere). Told too
+        of every agent already there when the observer is added with `add_observer`."""
+
+    def agent_removed(self, agent_id: int) -> None:
+        """The agent left the engine (destroyed, or let go to its store)."""
+
+
+#: The hooks an observer may implement, in the order a turn calls them.
+HOOKS = (
+    "turn_started",
+    "node_started",
+    "node_ended",
+    "generation_ended",
+    "tool_called",
+    "paused",
+    "resumed",
+    "turn_ended",
+    "rejected",
+    "agent_added",
+    "agent_removed",
+)
+
+
+def implemented_hooks(observer: object) -> tuple[str, ...]:
+    """The hooks `observer` implements: those its class (or the instance itself) overrides
+    of `TurnObserver`'s, or for an object that is not one, those it has."""
+    if not isinstance(observer, TurnObserver):
+        return tuple(hook for hook in HOOKS if callable(getattr(observer, hook, None)))
+    cls, own = type(observer), getattr(observer, "__dict__", {})
+    return tuple(
+        hook
+        for hook in HOOKS
+        if hook in own or getattr(cls, hook) is not getattr(TurnObserver, hook)
+    )
+
+
+Hooks = tuple[Callable[..., None], ...]
+
+
+class ObserverList(list[TurnObserver]):
+    """The engine's observers (`Runtime.observers`), with each hook's callers resolved once.
+
+    A list like any other (its truth is "has observers"), which also keeps, per hook, the bound
+    methods of the observers that implement it (`implemented_hooks`), resolved whenever the
+    list changes: as an attribute of the hook's name (`observers.node_started`, what the engine
+    tests before it tells a hook: an empty tuple when no observer implements it), and in
+    `by_hook`. A turn calls only what an observer implements (metrics are never called at a
+    node's start), with no attribute lookup per call.
+    """
+
+    __slots__ = ("by_hook", *HOOKS)
+
+    turn_started: Hooks
+    node_started: Hooks
+    node_ended: Hooks
+    generation_ended: Hooks
+    tool_called: Hooks
+    paused: Hooks
+    resumed: Hooks
+    turn_ended: Hooks
+    rejected: Hooks
+    agent_added: Hooks
+    agent_removed: Hooks
+
+    def __init__(self, observers: Iterable[TurnObserver] = ()) -> None:
+        super().__init__(observers)
+        #: Hook name -> the bound methods to call, in the list's order (every hook is a key).
+        self.by_hook: dict[str, Hooks] = {}
+        self._resolve()
+
+    def hooks(self, hook: str) -> Hooks:
+        """The bound `hook` methods of the observers that implement it, in the list's order."""
+        return self.by_hook[hook]
+
+    def _resolve(self) -> None:
+        found: dict[str, list[Callable[..., None]]] = {hook: [] for hook in HOOKS}
+        for observer in self:
+            for hook in implemented_hooks(observer):
+                found[hook].append(getattr(observer, hook))
+        self.by_hook = {hook: tuple(callers) for hook, callers in found.items()}
+        for hook, callers in self.by_hook.items():
+            setattr(self, hook, callers)
+
+    # Every way a list changes resolves the hooks again (observers change rarely, turns often).
+
+    def append(self, observer: TurnObserver) -> None:
+        """Add `observer` last."""
+        super().append(observer)
+        self._resolve()
+
+    def extend(self, observers: Iterable[TurnObserver]) -> None:
+        """Add `observers` last."""
+        super().extend(observers)
+        self._resolve()
+
+    def insert(self, index: SupportsIndex, observer: TurnObserver) -> None:
+        """Add `observer` at `index`."""
+        super().insert(index, observer)
+        self._resolve()
+
+    def remove(self, observer: TurnObserver) -> None:
+        """Remove `observer` (ValueError if it is not here)."""
+        super().remove(observer)
+        self._resolve()
+
+    def pop(self, index: SupportsIndex = -1) -> TurnObserver:
+        """Remove and return the observer at `index`."""
+        observer = super().pop(index)
+        self._resolve()
+        return observer
+
+    def clear(self) -> None:
+        """Remove every observer."""
+        super().clear()
+        self._resolve()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        """Reorder (the order the observers are called in)."""
+        super().sort(*args, **kwargs)
+        self._resolve()
+
+    def reverse(self) -> None:
+        """Reverse the order the observers are called in."""
+        super().reverse()
+        self._resolve()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        super().__setitem__(index, value)
+        self._resolve()
+
+    def __delitem__(self, index: Any) -> None:
+        super().__delitem__(index)
+        self._resolve()
+
+    def __iadd__(self, observers: Iterable[TurnObserver]) -> Self:  # type: ignore[override,misc]
+        super().__iadd__(observers)
+        self._resolve()
+        return self
+
+    def __imul__(self, times: SupportsIndex) -> Self:
+        super().__imul__(times)
+        self._resolve()
+        return self
+
 
 def tell(observers: Sequence[TurnObserver], method: str, *args: Any) -> None:
-    """Call `method` on every observer; one that raises is logged and the others still run."""
-    for observer in observers:
+    """Call `method` on every observer that implements it; one that raises is logged and the
+    others still run."""
+    try:
+        hooks = observers.by_hook[method]  # type: ignore[attr-defined]
+    except AttributeError:  # a plain sequence of observers, resolved now
+        hooks = tuple(getattr(o, method) for o in observers if method in implemented_hooks(o))
+    for hook in hooks:
         try:
-            getattr(observer, method)(*args)
+            hook(*args)
         except Exception:
-            log.exception("observer.failed", observer=type(observer).__name__, callback=method)
+            owner = getattr(hook, "__self__", hook)
+            log.exception("observer.failed", observer=type(owner).__name__, callback=method)
 
 
 class GenerationWatch:
-    """Times one generation for the observers: made only when the engine has some."""
+    """Times one generation for the observers that implement `generation_ended`: made only
+    when there are some, and tells them itself when it ends."""
 
-    __slots__ = ("first_token_at", "report", "started")
+    __slots__ = ("agent", "first_token_at", "node", "observers", "started", "turn")
 
-    def __init__(self, report: Callable[[GenerationRecord], None]) -> None:
-        self.report = report
+    def __init__(self, observers: ObserverList, agent: Any, turn: Turn, node: str) -> None:
+        self.observers, self.agent, self.turn, self.node = observers, agent, turn, node
         self.started = time.perf_counter()
         self.first_token_at: float | None = None
 
@@ -174,29 +327,30 @@ class GenerationWatch:
         temperature: float,
         error: str = "",
     ) -> None:
-        """Report the generation's record (`prompt_tokens` may be a count made when read)."""
+        """Tell the observers the generation's record (`prompt_tokens` may be a count made
+        when read)."""
         now = time.perf_counter()
         first = self.first_token_at
         if first is None and tokens and not error:  # a backend that reports no progress
             first = now
-        self.report(
-            GenerationRecord(
-                model=model,
-                prompt_tokens=prompt_tokens,
-                tokens=tokens,
-                seconds_to_first_token=None if first is None else first - self.started,
-                seconds=now - self.started,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                error=error,
-            )
+        record = GenerationRecord(
+            model,
+            prompt_tokens,
+            tokens,
+            None if first is None else first - self.started,
+            now - self.started,
+            max_tokens,
+            temperature,
+            error,
         )
+        tell(self.observers, "generation_ended", self.agent, self.turn, self.node, record)
 
 
-def tool_results_sent(turn: Turn, calls: Sequence[ToolCallEvent]) -> dict[str, str]:
-    """The results a resume handed back for `calls` (by call id), as the model will see them:
-    read from the end of the turn's interaction, where the resume has just put them."""
-    wanted = {call.call_id for call in calls}
+def tool_results_sent(turn: Turn, call_ids: Iterable[str]) -> dict[str, str]:
+    """The results a resume handed back for the calls `call_ids` (by call id), as the model
+    will see them: read from the end of the turn's interaction, where the resume has just put
+    them."""
+    wanted = set(call_ids)
     found: dict[str, str] = {}
     for message in reversed(turn.interaction.messages):
         call_id = message.get("tool_call_id") if message.get("role") == "tool" else None

@@ -16,7 +16,7 @@ from ..graph.fields import invalid_field, param
 from ..graph.params import MAX_TIMEOUT_MS
 from ..inference.base import ModelBackend
 from ..support.clock import Clock, LoopClock
-from .observers import TurnObserver
+from .observers import ObserverList
 from .stall_watch import StallWatch
 
 #: The largest byte limit a setting takes (2 GiB - 1): far past any frame or result a host sends.
@@ -102,7 +102,7 @@ class Runtime:
         #: Consulted before every inference and told what it cost; None = nothing to meter.
         self.meter: GenerationMeter | None = None
         #: Engine-wide watchers of every agent (the inspector, traces, metrics): empty = none.
-        self.observers: list[TurnObserver] = []
+        self.observers = ObserverList()
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Attach the engine (and its clock) to the loop it runs on."""

@@ -3,11 +3,12 @@
 
 const STATUS_STATE = { success: "done", error: "failed", cancelled: "cancelled", pause_timed_out: "pause_timed_out" };
 const STUCK_S = 15;
-const page = { agents: new Map(), version: 0, socket: null, chosen: null, detail: null, machine: null, svg: false, graphSvg: new Map(), machineSvg: null };
+const page = { agents: new Map(), version: 0, socket: null, chosen: null, detail: null, full: null, machine: null, svg: false, graphSvg: new Map(), machineSvg: null };
 
 const $ = (id) => document.getElementById(id);
 // Writes only what differs: an unchanged page is not laid out or painted again.
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; };
+const setDisabled = (node, disabled) => { if (node.disabled !== disabled) node.disabled = disabled; };
 const el = (tag, props = {}, ...children) => {
   const node = Object.assign(document.createElement(tag), props);
   for (const child of children) node.append(child);
@@ -36,38 +37,42 @@ function rowText(agent) {
   return [agent.id, agent.graph, agent.state, agent.node, Object.entries(agent.tags).map(([k, v]) => `${k}=${v}`).join(" ")].join(" ").toLowerCase();
 }
 
-// Rows are kept per agent and rebuilt only when what they show changed; the list is put in
-// order again only when the order changed.
+// Rows are kept per agent, made once; a redraw writes only the cells whose text changed, and
+// moves only the rows whose place in the order changed.
 const rows = new Map();
 
 function rowOf(agent) {
+  let row = rows.get(agent.id);
+  if (row === undefined) {
+    row = el("tr", {},
+      el("td", { textContent: agent.id }), el("td"), el("td", { className: "state" }),
+      el("td", { className: "node" }), el("td", { className: "paused-for" }), el("td"));
+    row.dataset.agentId = agent.id;
+    row.addEventListener("click", () => choose(agent.id));
+    rows.set(agent.id, row);
+  }
   const pausedFor = agent.paused_for_s === null ? "" : `${agent.paused_for_s.toFixed(1)} s`;
   const stuck = agent.paused_for_s !== null && agent.paused_for_s >= STUCK_S;
-  const key = [agent.graph, agent.state, agent.node, pausedFor, stuck, agent.durable, agent.id === page.chosen].join("|");
-  const kept = rows.get(agent.id);
-  if (kept !== undefined && kept.dataset.key === key) return kept;
-  const row = el("tr", { className: `s-${agent.state}` });
-  row.dataset.agentId = agent.id;
-  row.dataset.key = key;
-  if (stuck) row.classList.add("stuck");
-  if (agent.id === page.chosen) row.classList.add("chosen");
-  row.append(
-    el("td", { textContent: agent.id }),
-    el("td", { textContent: agent.graph }),
-    el("td", { className: "state", textContent: agent.state }),
-    el("td", { className: "node", textContent: agent.node }),
-    el("td", { className: "paused-for", textContent: pausedFor }),
-    el("td", { textContent: agent.durable ? "yes" : "" }),
-  );
-  row.addEventListener("click", () => choose(agent.id));
-  rows.set(agent.id, row);
+  const className = `s-${agent.state}${stuck ? " stuck" : ""}${agent.id === page.chosen ? " chosen" : ""}`;
+  if (row.className !== className) row.className = className;
+  const cells = row.cells;
+  setText(cells[1], agent.graph);
+  setText(cells[2], agent.state);
+  setText(cells[3], agent.node);
+  setText(cells[4], pausedFor);
+  setText(cells[5], agent.durable ? "yes" : "");
   return row;
 }
+
+// Sorted by how long each agent has been paused, longest first; a pause of less than
+// SORT_AFTER_S does not move its row yet, so that rows do not jump for pauses that come and go.
+const SORT_AFTER_S = 1;
+const pausedKey = (agent) => (agent.paused_for_s !== null && agent.paused_for_s >= SORT_AFTER_S ? agent.paused_for_s : -1);
 
 function renderList() {
   const filter = $("filter").value.trim().toLowerCase();
   const pausedOnly = $("only-paused").checked;
-  const agents = [...page.agents.values()].sort((a, b) => (b.paused_for_s ?? -1) - (a.paused_for_s ?? -1) || a.id - b.id);
+  const agents = [...page.agents.values()].sort((a, b) => pausedKey(b) - pausedKey(a) || a.id - b.id);
   const shown = [];
   let paused = 0;
   for (const agent of agents) {
@@ -168,36 +173,62 @@ function light(container, name, cls = "lit") {
 
 async function choose(id) {
   page.chosen = id;
+  drawnTurns.clear();
+  watch();
+  const detail = await fetchDetail(true);
   renderList();
-  await refreshDetail();
+  if (detail !== null) await renderDetail(detail);
+}
+
+// Tell the server which agent this page shows: it then says when that agent changed.
+function watch() {
+  if (page.socket !== null && page.socket.readyState === WebSocket.OPEN) page.socket.send(JSON.stringify({ watch: page.chosen }));
+}
+
+// The chosen agent as the server has it now: in full (graph, params) when first chosen, else
+// only what changes, leaving out the ended turns the page already shows. null if it is gone.
+async function fetchDetail(full) {
+  if (page.chosen === null) return null;
+  const id = page.chosen;
+  const have = [...drawnTurns.keys()].join(",");
+  const response = await api(`/api/agents/${id}?full=${full ? 1 : 0}&have=${have}`);
+  if (id !== page.chosen) return null;  // another agent was chosen meanwhile
+  if (!response.ok) { $("detail").hidden = true; $("nothing").hidden = false; $("nothing").textContent = `agent ${id} is gone`; return null; }
+  const detail = await response.json();
+  if (full) page.full = detail;
+  return detail;
 }
 
 async function refreshDetail() {
-  if (page.chosen === null) return;
-  const response = await api(`/api/agents/${page.chosen}`);
-  if (!response.ok) { $("detail").hidden = true; $("nothing").hidden = false; $("nothing").textContent = `agent ${page.chosen} is gone`; return; }
-  const detail = await response.json();
+  const detail = await fetchDetail(page.full === null || page.full.id !== page.chosen);
+  if (detail !== null) await renderDetail(detail);
+}
+
+async function renderDetail(detail) {
+  const full = page.full;
   const first = page.detail === null || page.detail.id !== detail.id;
   page.detail = detail;
   $("nothing").hidden = true; $("detail").hidden = false;
   setText($("title"), `agent ${detail.id} — ${detail.graph} — ${detail.state}${detail.node ? " at " + detail.node : ""}`);
   const graph = $("graph"), machine = $("machine");
-  const graphSvg = await graphDrawing(detail);
-  if (graph.dataset.key !== detail.graph) { graph.innerHTML = graphSvg; graph.dataset.key = detail.graph; }
-  if (!machine.firstChild) machine.innerHTML = await machineDrawing();
-  light(graph, detail.node);
-  light(machine, detail.state);
-  light(machine, detail.state === "idle" ? STATUS_STATE[detail.last_status] : null, "was");
-  if (graph.dataset.lit !== detail.node) graph.dataset.lit = detail.node;
-  if (machine.dataset.lit !== detail.state) machine.dataset.lit = detail.state;
+  if (graph.dataset.key !== detail.graph) { graph.innerHTML = await graphDrawing(full); graph.dataset.key = detail.graph; graph.dataset.lit = "\u0000"; }
+  if (!machine.firstChild) { machine.innerHTML = await machineDrawing(); machine.dataset.lit = "\u0000"; }
+  // Lit again only when what is lit changed: each lighting restyles the drawing.
+  if (graph.dataset.lit !== detail.node) { light(graph, detail.node); graph.dataset.lit = detail.node; }
+  const was = detail.state === "idle" ? STATUS_STATE[detail.last_status] ?? "" : "";
+  if (machine.dataset.lit !== `${detail.state} ${was}`) {
+    light(machine, detail.state);
+    light(machine, was, "was");
+    machine.dataset.lit = `${detail.state} ${was}`;
+  }
   renderActions(detail, first);
   renderTimeline(detail);
 }
 
 function renderActions(detail, first) {
   const paused = detail.state === "paused";
-  for (const id of ["resume", "jump", "jump-node"]) $(id).disabled = !paused;
-  $("cancel").disabled = !["running", "paused", "resuming"].includes(detail.state);
+  for (const id of ["resume", "jump", "jump-node"]) setDisabled($(id), !paused);
+  setDisabled($("cancel"), !["running", "paused", "resuming"].includes(detail.state));
   const info = detail.pause;
   setText($("pause-info"), info ? `paused at ${info.node}; a plain resume takes exit "${info.pending_exit}" to ${info.pending_target || "END"}${info.timeout_ms ? `, times out after ${info.timeout_ms} ms` : ", waits for you"}` : "not paused");
   // Rebuilt only for another pause, so that results being typed survive a refresh.
@@ -212,8 +243,8 @@ function renderActions(detail, first) {
       results.append(el("div", { className: "field" }, el("label", { textContent: `result of ${call.tool}(${call.arguments}) ${call.call_id}` }), area));
     }
   }
-  const nodes = Object.keys(detail.params);
   if (first) {
+    const nodes = Object.keys(page.full.params);
     $("jump-node").replaceChildren(...nodes.map((n) => el("option", { value: n, textContent: n })));
     $("params-node").replaceChildren(...nodes.map((n) => el("option", { value: n, textContent: n })));
     renderParams();
@@ -221,7 +252,7 @@ function renderActions(detail, first) {
 }
 
 function renderParams() {
-  const detail = page.detail;
+  const detail = page.full;
   const node = $("params-node").value;
   const box = $("params-fields");
   box.replaceChildren();
@@ -262,6 +293,7 @@ async function act(action, body) {
   const response = await api(`/api/agents/${page.chosen}/${action}`, body);
   say(await response.json());
   await refreshDetail();
+  queueRedraw(true);
 }
 
 $("resume").addEventListener("click", () => {
@@ -299,52 +331,100 @@ function eventText(e) {
   }
 }
 
-// An ended turn never changes: its element is kept and reused, so a refresh builds only the
-// turns that are new or still open.
+// An ended turn never changes: its element is kept (by turn id, for the chosen agent) and the
+// server leaves it out of later fetches; a refresh builds only the turns new or still open,
+// and the list is changed in place (a turn inserted, one dropped), not rebuilt. Only the latest
+// turn is open: the others are one line each until opened (their events drawn then), so an
+// agent that runs turn after turn costs the page one turn's drawing per redraw, not eight.
 const drawnTurns = new Map();
 
+function turnItem(turn) {
+  const summary = el("summary", { textContent: `turn ${turn.turn_id} ${turn.status || "(open)"}${turn.before_inspector ? ", begun before the inspector watched" : ""} · ${turn.events.length} events` });
+  const details = el("details", {}, summary);
+  const item = el("li", { className: "turn" }, details);
+  item.dataset.key = `${turn.turn_id}:${turn.status}:${turn.events.length}`;
+  item.turn = turn;
+  details.addEventListener("toggle", () => { if (details.open) fillTurn(item); });
+  summary.addEventListener("click", () => { item.dataset.opened = "yes"; });  // kept as the user left it
+  return item;
+}
+
+function fillTurn(item) {
+  if (item.turn === null) return;
+  const events = el("ul");
+  for (const e of item.turn.events) events.append(el("li", { className: `e-${e.kind}` }, el("span", { className: `k k-${e.kind}`, textContent: e.kind }), ` t=${e.at === null ? "?" : e.at.toFixed(3)} `, eventText(e)));
+  item.firstChild.append(events);
+  item.turn = null;
+}
+
 function renderTimeline(detail) {
-  const items = [];
-  const kept = new Map();
-  for (const turn of [...detail.timeline].reverse()) {
-    const key = `${detail.id}:${turn.turn_id}:${turn.status}:${turn.events.length}`;
-    let item = drawnTurns.get(key);
-    if (item === undefined) {
-      const events = el("ul");
-      for (const e of turn.events) events.append(el("li", { className: `e-${e.kind}` }, el("span", { className: `k k-${e.kind}`, textContent: e.kind }), ` t=${e.at === null ? "?" : e.at.toFixed(3)} `, eventText(e)));
-      item = el("li", { className: "turn" }, el("strong", { textContent: `turn ${turn.turn_id} ${turn.status || "(open)"}${turn.before_inspector ? ", begun before the inspector watched" : ""}` }), events);
-    }
-    if (turn.status) kept.set(key, item);
-    items.push(item);
-  }
-  drawnTurns.clear();
-  for (const [key, item] of kept) drawnTurns.set(key, item);
+  const sent = new Map(detail.timeline.map((turn) => [turn.turn_id, turn]));
   const list = $("timeline");
-  if (items.length !== list.children.length || items.some((item, i) => list.children[i] !== item)) list.replaceChildren(...items);
+  const open = new Map([...list.children].map((item) => [item.dataset.turnId, item]));
+  const items = [];
+  for (const id of [...detail.turn_ids].reverse()) {
+    const turn = sent.get(id);
+    let item = drawnTurns.get(id);
+    if (turn !== undefined) {
+      const kept = open.get(String(id));
+      const key = `${turn.turn_id}:${turn.status}:${turn.events.length}`;
+      item = kept !== undefined && kept.dataset.key === key ? kept : turnItem(turn);
+      item.dataset.turnId = id;
+      if (turn.status) drawnTurns.set(id, item);
+    }
+    if (item !== undefined) items.push(item);
+  }
+  items.forEach((item, i) => {
+    const details = item.firstChild;
+    const shown = i === 0 || item.dataset.opened === "yes";
+    if (shown) fillTurn(item);
+    if (details.open !== shown && (i === 0 || item.dataset.opened !== "yes")) details.open = shown;
+  });
+  const wanted = new Set(items);
+  for (const id of [...drawnTurns.keys()]) if (!wanted.has(drawnTurns.get(id))) drawnTurns.delete(id);
+  for (const item of [...list.children]) if (!wanted.has(item)) item.remove();
+  items.forEach((item, i) => { if (list.children[i] !== item) list.insertBefore(item, list.children[i] ?? null); });
 }
 
 // --- live -------------------------------------------------------------------------------------
 
-// A busy game changes faster than anyone reads: the list is drawn and the chosen agent
-// fetched at most every REDRAW_MS (each costs the browser a layout), the latest state each time.
-const REDRAW_MS = 250;
+// A busy game changes faster than anyone reads: the page redraws at most every REDRAW_MS,
+// the list and the chosen agent together (the agent fetched first, then both written in one
+// go, so the browser lays the page out once), the latest state each time. After BUSY_STREAK
+// redraws back to back (something changed every time), at most every BUSY_REDRAW_MS, until a
+// redraw is not needed at once again: the browser then works a quarter as often while the
+// game is busy, and what the page shows is at most a second old.
+const REDRAW_MS = 250, BUSY_REDRAW_MS = 1000, BUSY_STREAK = 4;
+let listDirty = false, chosenDirty = false;
 
 function throttled(run) {
-  let last = 0, timer = null, running = false, again = false;
+  let last = -Infinity, timer = null, running = false, again = false, streak = 0;
+  const gap = () => (streak >= BUSY_STREAK ? BUSY_REDRAW_MS : REDRAW_MS);
   const go = async () => {
-    timer = null; running = true; last = performance.now();
+    const now = performance.now();
+    streak = now - last <= gap() + 50 ? streak + 1 : 0;
+    timer = null; running = true; last = now;
     try { await run(); } finally { running = false; if (again) { again = false; schedule(); } }
   };
   const schedule = () => {
     if (running) { again = true; return; }
-    if (timer === null) timer = setTimeout(go, Math.max(0, last + REDRAW_MS - performance.now()));
+    if (timer === null) timer = setTimeout(go, Math.max(0, last + gap() - performance.now()));
   };
   return schedule;
 }
 
-// One detail fetch at a time; a change during one brings another after it.
-const queueRefresh = throttled(() => refreshDetail());
-const queueList = throttled(() => renderList());
+const scheduleRedraw = throttled(async () => {
+  const list = listDirty, chosen = chosenDirty;
+  listDirty = chosenDirty = false;
+  const detail = chosen ? await fetchDetail(false) : null;
+  if (list) renderList();
+  if (detail !== null) await renderDetail(detail);
+});
+
+function queueRedraw(list, chosen = false) {
+  listDirty ||= list; chosenDirty ||= chosen;
+  if (listDirty || chosenDirty) scheduleRedraw();
+}
 
 // The list is loaded again each time the socket opens, so that no change falls between the
 // two; pushes that arrive while it loads are held, and those older than it are dropped.
@@ -357,20 +437,17 @@ function apply(items, socket) {
     if (item.type === "changed") {
       for (const agent of item.agents) { page.agents.set(agent.id, agent); if (agent.id === page.chosen) chosenChanged = true; }
       for (const id of item.gone) { page.agents.delete(id); if (id === page.chosen) chosenChanged = true; }
-      if (item.touched.includes(page.chosen)) chosenChanged = true;
+      if (item.chosen) chosenChanged = true;
       if (item.agents.length || item.gone.length) listChanged = true;
-    } else if (item.type === "agents") {
-      page.agents = new Map(item.agents.map((a) => [a.id, a])); listChanged = true; chosenChanged = true;
     } else if (item.type === "resync") { socket.close(); return; }
     if (item.version !== undefined) page.version = item.version;
   }
-  if (listChanged) queueList();
-  if (chosenChanged) queueRefresh();
+  queueRedraw(listChanged, chosenChanged && page.chosen !== null);
 }
 
 function connect() {
   const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/ws`);
-  socket.onopen = () => { $("live").className = "badge on"; $("live").textContent = "live"; loadState(); };
+  socket.onopen = () => { $("live").className = "badge on"; $("live").textContent = "live"; watch(); loadState(); };
   socket.onclose = () => { $("live").className = "badge off"; $("live").textContent = "reconnecting…"; setTimeout(start, 1000); };
   socket.onmessage = (message) => {
     const items = JSON.parse(message.data);
@@ -389,7 +466,7 @@ async function loadState() {
   const later = held; held = [];
   renderList();
   for (const items of later) apply(items, page.socket);
-  if (page.chosen !== null) queueRefresh();
+  if (page.chosen !== null) queueRedraw(false, true);
   return true;
 }
 
@@ -399,6 +476,10 @@ async function start() {
 
 $("filter").addEventListener("input", renderList);
 $("only-paused").addEventListener("change", renderList);
-// The paused-for column ages by itself between events.
-setInterval(() => { for (const a of page.agents.values()) if (a.paused_for_s !== null) a.paused_for_s += 1; renderList(); }, 1000);
+// The paused-for column ages by itself between events (redrawn only if an agent is paused).
+setInterval(() => {
+  let aged = false;
+  for (const a of page.agents.values()) if (a.paused_for_s !== null) { a.paused_for_s += 1; aged = true; }
+  if (aged) queueRedraw(true);
+}, 1000);
 start();

@@ -10,11 +10,12 @@ per parting, several at once, or whole sequences) is the caller's business.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["ChoiceTrie", "Parting", "RowFetcher"]
+__all__ = ["ChoiceTrie", "Parting", "RowFetcher", "Tokenize", "choice_tails"]
 
 
 @dataclass
@@ -35,6 +36,30 @@ class Parting:
 #: Asked for the next-token log-probabilities at some partings: one mapping per parting, from
 #: each of its `tokens` to its log-probability.
 RowFetcher = Callable[[Sequence[Parting]], Awaitable[list[Mapping[int, float]]]]
+
+
+#: A server's tokenizer: a text's tokens, with what it puts before a whole prompt (its BOS)
+#: when the flag is set, without it otherwise.
+Tokenize = Callable[[str, bool], Awaitable[list[int]]]
+
+
+async def choice_tails(
+    prompt: str, choices: Sequence[str], tokenize: Tokenize
+) -> tuple[list[int], list[list[int]]]:
+    """The prompt's tokens, and each choice's tokens after them: the prompt and each prompt +
+    choice tokenized at once, and the choice's own tokens where the boundary merged into one
+    token (as the local model's scorer does)."""
+    texts = [prompt, *(prompt + choice for choice in choices)]
+    prefix, *wholes = await asyncio.gather(*(tokenize(text, True) for text in texts))
+    if not prefix:
+        raise ValueError("scoring needs a prompt of at least one token")
+    tails = []
+    for choice, whole in zip(choices, wholes, strict=True):
+        if whole[: len(prefix)] == prefix and len(whole) > len(prefix):
+            tails.append(whole[len(prefix) :])
+        else:  # the boundary merged into one token: take the choice's own tokens
+            tails.append(await tokenize(choice, False))
+    return prefix, tails
 
 
 class ChoiceTrie:

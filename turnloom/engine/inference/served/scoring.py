@@ -3,7 +3,7 @@ this server can do it at all.
 
 Whether it can is known from the server's kind (an `openai` server cannot), then asked of the
 server once, at the first `scoring_error()`: a completion asking for log-probabilities that
-samples one token at most (`logprobs.probe_request`). The answer is kept, unless the server
+samples one token at most (`probe.probe_request`). The answer is kept, unless the server
 could not be reached or was busy (it may come up later). That first call blocks for the one
 small request (at most `_PROBE_SECONDS`: a server that is busy for longer is asked again next
 time), on the engine loop where a node asks; a host that wants no such wait on the loop calls
@@ -23,16 +23,9 @@ from ...support.logs import get_logger
 from ..catalog import CatalogEntry
 from .errors import ServedModelError
 from .kinds import ServerKind
-from .logprobs import (
-    LlamaCppPythonScorer,
-    LlamaCppScorer,
-    ScoringStats,
-    VllmScorer,
-    probe_request,
-    probe_verdict,
-    scorer_for,
-    unsupported_reason,
-)
+from .logprobs import LlamaCppPythonScorer, ScoringStats
+from .logprobs_by_id import LlamaCppScorer, VllmScorer
+from .probe import probe_request, probe_verdict, scorer_for, unsupported_reason
 
 if TYPE_CHECKING:
     import threading

@@ -74,5 +74,6 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
     prefix = f"test-{request.node.name}"
     yield lambda: RedisStore(redis.Redis.from_url(url), prefix=prefix)
     client = redis.Redis.from_url(url)
-    client.delete(f"{prefix}:agents")
+    for key in client.scan_iter(f"{prefix}:*"):  # heads, tails, parts, owners...
+        client.delete(key)
     client.close()

@@ -32,7 +32,8 @@ def _engine(store: Any) -> tl.Engine:
 
 
 def _parts(store: Any, agent_id: int) -> list[bytes]:
-    """The agent's dialog parts as the store keeps them (SQLite: the tail in the agent's row)."""
+    """The agent's dialog parts as the store keeps them: the sealed ones, then the tail (in
+    the agent's row on SQLite, in a hash beside the heads on Redis)."""
     if isinstance(store, SQLiteStore):
         rows = store._db.execute(
             "SELECT messages FROM turnloom_dialog WHERE agent_id = ? ORDER BY part", (agent_id,)
@@ -42,7 +43,9 @@ def _parts(store: Any, agent_id: int) -> list[bytes]:
         ).fetchone()
         return [bytes(messages) for (messages,) in rows] + ([] if tail is None else [tail])
     assert isinstance(store, RedisStore)
-    return list(store._client.lrange(f"{store.prefix}:dialog:{agent_id}", 0, -1))
+    sealed = list(store._client.lrange(f"{store.prefix}:dialog:{agent_id}", 0, -1))
+    tail = store._client.hget(f"{store.prefix}:tails", agent_id)
+    return sealed + ([] if tail is None else [tail])
 
 
 def _drop_parts(store: Any, agent_id: int) -> None:
@@ -51,6 +54,7 @@ def _drop_parts(store: Any, agent_id: int) -> None:
         store._db.execute("UPDATE turnloom_agents SET tail = NULL WHERE agent_id = ?", (agent_id,))
     else:
         store._client.delete(f"{store.prefix}:dialog:{agent_id}")
+        store._client.hdel(f"{store.prefix}:tails", agent_id)
 
 
 def _turns(part: bytes) -> list[str]:

@@ -32,9 +32,9 @@ _SAVE_BATCH = 512
 
 
 class RedisStore(RedisSlots, SharedStore):
-    """Snapshots in a Redis hash (`{prefix}:agents`, their heads) and lists (`{prefix}:dialog:ID`,
-    their dialogs' parts), leased to workers (see `base.SharedStore` and `redis_scripts` for
-    the keys)."""
+    """Snapshots in Redis hashes (`{prefix}:agents`, their heads; `{prefix}:tails`, their
+    dialogs' tails) and lists (`{prefix}:dialog:ID`, their dialogs' sealed parts), leased to
+    workers (see `base.SharedStore` and `redis_scripts` for the keys)."""
 
     keeps_dialog_apart: ClassVar[bool] = True
     #: A write group is a round trip: written by a thread of its own while the loop goes on.
@@ -63,9 +63,10 @@ class RedisStore(RedisSlots, SharedStore):
         self._deadlines = f"{prefix}:deadlines"
         self._workers = f"{prefix}:worker:"
         self._dialogs = f"{prefix}:dialog:"
+        self._tails = f"{prefix}:tails"
         self.worker = new_worker_name()
         #: SAVE_MANY's keys and first arguments, encoded once (it runs for every write group).
-        names = (self.key, self._owners, self._deadlines, self.worker, self._dialogs)
+        names = (self.key, self._owners, self._deadlines, self._tails, self.worker, self._dialogs)
         self._save_head = [name.encode() for name in names]
         #: The connection the write groups go over (taken from the client's pool when first
         #: needed, given back on close), and what packs them as Redis's `cmsgpack` reads them
@@ -126,20 +127,24 @@ class RedisStore(RedisSlots, SharedStore):
             batch = []
             for agent_id, document, deadline in writes[start : start + _SAVE_BATCH]:
                 split = as_split(document)
+                sealed, tail = split.parts, b""
+                if split.tail:
+                    sealed, tail = sealed[:-1], sealed[-1]
                 batch.append(
                     (
                         str(agent_id),
                         split.head,
                         "" if deadline is None else repr(deadline),
                         -1 if split.base is None else split.base,
-                        split.parts,
+                        sealed,
+                        tail,
                     )
                 )
             calls.append(batch)
         if len(calls) == 1:
             replies = [self._save_call(calls[0])]
         else:
-            keys = [self.key, self._owners, self._deadlines]
+            keys = [self.key, self._owners, self._deadlines, self._tails]
             script = self._scripts["SAVE_MANY"]
             pipe = self._client.pipeline(transaction=False)
             for batch in calls:
@@ -167,7 +172,7 @@ class RedisStore(RedisSlots, SharedStore):
         again = True
         while True:
             try:
-                conn.send_command("EVALSHA", script.sha, 3, *self._save_head, writes)
+                conn.send_command("EVALSHA", script.sha, 4, *self._save_head, writes)
                 return conn.read_response()
             except redis.exceptions.NoScriptError:
                 if not again:
@@ -184,7 +189,7 @@ class RedisStore(RedisSlots, SharedStore):
         """Remove the agent, unless another worker holds it."""
         if not self._run(
             "DELETE",
-            [self.key, self._owners, self._deadlines],
+            [self.key, self._owners, self._deadlines, self._tails],
             [agent_id, self.worker, self._dialogs],
         ):
             raise LeaseLost(f"agent {agent_id} is held by another worker now")
@@ -204,17 +209,17 @@ class RedisStore(RedisSlots, SharedStore):
 
     def _claim_many(self, ids: list[bytes]) -> Iterator[tuple[int, bytes]]:
         args = [self.worker, self._workers, self._dialogs, *ids]
-        claimed, busy = self._run("CLAIM_MANY", [self.key, self._owners], args)
+        claimed, busy = self._run("CLAIM_MANY", [self.key, self._owners, self._tails], args)
         if self._reap(busy):  # some were held by a dead process of this machine: try again
-            claimed += self._run("CLAIM_MANY", [self.key, self._owners], args)[0]
-        for i in range(0, len(claimed), 3):
-            yield int(claimed[i]), assemble(claimed[i + 1], claimed[i + 2])
+            claimed += self._run("CLAIM_MANY", [self.key, self._owners, self._tails], args)[0]
+        for i in range(0, len(claimed), 4):
+            yield int(claimed[i]), assemble(claimed[i + 1], _parts(claimed[i + 2], claimed[i + 3]))
 
     def stored(self, agent_id: int) -> bytes | None:
         """The agent's snapshot as stored (head and parts put together), or None; read
         without claiming it."""
-        found = self._run("READ", [self.key], [agent_id, self._dialogs])
-        return None if found is None else assemble(found[0], found[1])
+        found = self._run("READ", [self.key, self._tails], [agent_id, self._dialogs])
+        return None if found is None else assemble(found[0], _parts(found[1], found[2]))
 
     def _reap(self, owners: Sequence[bytes]) -> bool:
         """End the leases of owners that are dead processes of this machine (see
@@ -241,13 +246,13 @@ class RedisStore(RedisSlots, SharedStore):
     def _claim_once(self, agent_id: int, adopt: bool) -> Claim:
         reply = self._run(
             "CLAIM",
-            [self.key, self._owners],
+            [self.key, self._owners, self._tails],
             [agent_id, self.worker, self._workers, int(adopt), self._dialogs],
         )
         status = reply[0].decode()
         if status == "missing":
             return Claim("missing")
-        document = assemble(reply[1], reply[3]) if reply[1] else None
+        document = assemble(reply[1], _parts(reply[3], reply[4])) if reply[1] else None
         owner = reply[2].decode() if status == "busy" else None
         return Claim(status, document, owner)
 
@@ -288,3 +293,8 @@ class RedisStore(RedisSlots, SharedStore):
                 self._client.connection_pool.release(self._writer)
                 self._writer = None
         self._client.close()
+
+
+def _parts(sealed: list[bytes], tail: bytes) -> list[bytes]:
+    """An agent's parts as read: its sealed ones, then its tail ('' when it has none)."""
+    return [*sealed, tail] if tail else sealed

@@ -2,40 +2,43 @@
 so Redis runs it atomically and no two workers can both take an agent.
 
 Keys (`P` is the store's prefix): `P:agents` (hash: id → the snapshot's head, see `parts`),
-`P:dialog:ID` (list: the parts of agent ID's dialog, in order; none for a head that is a whole
-snapshot), `P:owners` (hash: id → the worker holding it), `P:deadlines` (sorted set: id scored
-by its pause deadline), `P:next_id` (counter) and `P:worker:NAME` (a key with an expiry: worker
-NAME is alive while it exists). An agent is held by a worker when its `owners` field names a
-worker whose key exists.
+`P:tails` (hash: id → the dialog's tail, its last part, when it has one), `P:dialog:ID` (list:
+agent ID's sealed dialog parts, in order, before the tail), `P:owners` (hash: id → the worker
+holding it), `P:deadlines` (sorted set: id scored by its pause deadline), `P:next_id`
+(counter) and `P:worker:NAME` (a key with an expiry: worker NAME is alive while it exists). An
+agent is held by a worker when its `owners` field names a worker whose key exists. An agent's
+parts, as `parts.assemble` takes them, are its sealed ones then its tail.
 """
 
-# KEYS: agents, owners. ARGV: id, me, worker key prefix, adopt ("1": claim even if not stored),
-# dialog key prefix. Returns {status, head, owner or '', parts}.
+# KEYS: agents, owners, tails. ARGV: id, me, worker key prefix, adopt ("1": claim even if not
+# stored), dialog key prefix. Returns {status, head, owner or '', sealed parts, tail or ''}.
 CLAIM = """
 local doc = redis.call('HGET', KEYS[1], ARGV[1])
 if not doc and ARGV[4] ~= '1' then return {'missing'} end
 local parts = redis.call('LRANGE', ARGV[5] .. ARGV[1], 0, -1)
+local tail = redis.call('HGET', KEYS[3], ARGV[1]) or ''
 local owner = redis.call('HGET', KEYS[2], ARGV[1])
 if owner and owner ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. owner) == 1 then
-  return {'busy', doc or '', owner, parts}
+  return {'busy', doc or '', owner, parts, tail}
 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return {'claimed', doc or '', '', parts}
+return {'claimed', doc or '', '', parts, tail}
 """
 
-# KEYS: agents, owners, deadlines. ARGV: me, dialog key prefix, the writes: one msgpack array
-# (Redis's own `cmsgpack` reads it, str types only) of [id, head, deadline ("" = none), base
-# (-1 = its parts stay as they are), [parts]] per agent. One argument for the whole group: a
-# client spends its time per argument. Writes the agents this worker holds (head, parts from
-# `base` on, deadline index) and returns the ids of the others, untouched. One HMGET, one HSET
-# and at most one ZREM and one ZADD whatever the count, and an LTRIM (or DEL) and an RPUSH per
-# agent whose parts change (the caller keeps a call under `unpack`'s limit).
+# KEYS: agents, owners, deadlines, tails. ARGV: me, dialog key prefix, the writes: one msgpack
+# array (Redis's own `cmsgpack` reads it, str types only) of [id, head, deadline ("" = none),
+# base (-1 = its parts stay as they are), [sealed parts from base on], tail ("" = none)] per
+# agent. One argument for the whole group: a client spends its time per argument. Writes the
+# agents this worker holds (head, tail, sealed parts from `base` on, deadline index) and returns
+# the ids of the others, untouched. One HMGET, one HSET of heads, at most one HSET and one HDEL
+# of tails and one ZREM and one ZADD whatever the count; an LTRIM (or DEL) and an RPUSH only for
+# an agent whose sealed parts change (the caller keeps a call under `unpack`'s limit).
 SAVE_MANY = """
 local writes = cmsgpack.unpack(ARGV[3])
 local ids = {}
 for n, w in ipairs(writes) do ids[n] = w[1] end
 local owners = redis.call('HMGET', KEYS[2], unpack(ids))
-local refused, docs, gone, due = {}, {}, {}, {}
+local refused, docs, gone, due, tails, untailed = {}, {}, {}, {}, {}, {}
 for n, w in ipairs(writes) do
   local id = w[1]
   if owners[n] == ARGV[1] then
@@ -47,28 +50,39 @@ for n, w in ipairs(writes) do
       due[#due + 1] = w[3]
       due[#due + 1] = id
     end
-    local base, parts = w[4], w[5]
+    local base, sealed, tail = w[4], w[5], w[6]
     if base >= 0 then
-      local key = ARGV[2] .. id
-      if base == 0 then redis.call('DEL', key) else redis.call('LTRIM', key, 0, base - 1) end
-      if #parts > 0 then redis.call('RPUSH', key, unpack(parts)) end
+      if #sealed > 0 or base == 0 then
+        local key = ARGV[2] .. id
+        if base == 0 then redis.call('DEL', key) else redis.call('LTRIM', key, 0, base - 1) end
+        if #sealed > 0 then redis.call('RPUSH', key, unpack(sealed)) end
+      end
+      if tail == '' then
+        untailed[#untailed + 1] = id
+      else
+        tails[#tails + 1] = id
+        tails[#tails + 1] = tail
+      end
     end
   else
     refused[#refused + 1] = id
   end
 end
 if #docs > 0 then redis.call('HSET', KEYS[1], unpack(docs)) end
+if #tails > 0 then redis.call('HSET', KEYS[4], unpack(tails)) end
+if #untailed > 0 then redis.call('HDEL', KEYS[4], unpack(untailed)) end
 if #gone > 0 then redis.call('ZREM', KEYS[3], unpack(gone)) end
 if #due > 0 then redis.call('ZADD', KEYS[3], unpack(due)) end
 return refused
 """
 
-# KEYS: agents, owners, deadlines. ARGV: id, me, dialog key prefix. Refused (0) only if
+# KEYS: agents, owners, deadlines, tails. ARGV: id, me, dialog key prefix. Refused (0) only if
 # another worker holds it.
 DELETE = """
 local owner = redis.call('HGET', KEYS[2], ARGV[1])
 if owner and owner ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('DEL', ARGV[3] .. ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
@@ -109,9 +123,9 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[2], id, ARGV[1]) end
 return id
 """
 
-# KEYS: agents, owners. ARGV: me, worker key prefix, dialog key prefix, ids... Claims every
-# listed agent no live worker holds: returns {id, head, parts, id, head, parts, ...} and the
-# owners that held the others.
+# KEYS: agents, owners, tails. ARGV: me, worker key prefix, dialog key prefix, ids... Claims
+# every listed agent no live worker holds: returns {id, head, sealed parts, tail or '', ...}
+# and the owners that held the others.
 CLAIM_MANY = """
 local out, busy = {}, {}
 for i = 4, #ARGV do
@@ -126,17 +140,20 @@ for i = 4, #ARGV do
       out[#out + 1] = id
       out[#out + 1] = doc
       out[#out + 1] = redis.call('LRANGE', ARGV[3] .. id, 0, -1)
+      out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
     end
   end
 end
 return {out, busy}
 """
 
-# KEYS: agents. ARGV: id, dialog key prefix. The agent's head and parts, read without a claim.
+# KEYS: agents, tails. ARGV: id, dialog key prefix. The agent's head, sealed parts and tail
+# (or ''), read without a claim.
 READ = """
 local doc = redis.call('HGET', KEYS[1], ARGV[1])
 if not doc then return false end
-return {doc, redis.call('LRANGE', ARGV[2] .. ARGV[1], 0, -1)}
+local parts = redis.call('LRANGE', ARGV[2] .. ARGV[1], 0, -1)
+return {doc, parts, redis.call('HGET', KEYS[2], ARGV[1]) or ''}
 """
 
 # KEYS: deadlines. ARGV: now, limit. The ids whose deadline is due.

@@ -26,7 +26,11 @@ make one no-store run the best by far, and the rounds' own ratios do not depend 
 
 With Redis, the server's own counters (`INFO`: commands processed, CPU) give the commands and
 Redis CPU per turn, and from that the turns per second one Redis core could carry for this
-workload. Moves: an agent paused on worker A whose session closes, then `AttachAgent` on
+workload. The workers' CPU per turn (all their threads, from /proc) and the client's (this
+process) show where a store's cost lands: on a machine whose cores the client and the workers
+already fill, a worker's extra CPU per turn is what its turn rate loses.
+
+Moves: an agent paused on worker A whose session closes, then `AttachAgent` on
 worker B (the claim, the read, the restore): p50 / p99 of the attach round trip.
 
 All processes share this machine's cores (2 on the project's VM): the 2-worker row shows what
@@ -58,13 +62,13 @@ TARGET = 0.7
 
 
 @contextmanager
-def started(count: int, *options: str) -> Iterator[list[tuple[str, int]]]:
-    """`count` servers with `options`; their addresses."""
+def started(count: int, *options: str) -> Iterator[tuple[list[tuple[str, int]], list[int]]]:
+    """`count` servers with `options`; their addresses and process ids."""
     procs = []
     try:
         for _ in range(count):
             procs.append(start_server(*options))
-        yield [address for _, address in procs]
+        yield [address for _, address in procs], [proc.pid for proc, _ in procs]
     finally:
         for proc, _ in procs:
             proc.terminate()
@@ -112,6 +116,16 @@ async def moves(a: tuple[str, int], b: tuple[str, int], count: int) -> list[floa
     return samples
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user + system, all threads) the processes `pids` have used so far."""
+    ticks = 0
+    for pid in pids:
+        # /proc/PID/stat: fields 14 and 15 (utime, stime), after the parenthesised name.
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def redis_counters(url: str) -> tuple[int, float]:
     """(commands processed, CPU seconds used) of the Redis server at `url`."""
     import redis
@@ -151,8 +165,9 @@ def main(argv: list[str] | None = None) -> None:
                 ("1 worker, Redis store", 1, ("--store", url), True),
                 ("2 workers, Redis store", 2, ("--store", url), True),
             ]
-            # Best run of each configuration: (turns/s, Redis commands, Redis CPU seconds).
-            best: dict[str, tuple[float, float, float]] = {}
+            # Best run of each configuration: (turns/s, Redis commands, Redis CPU seconds,
+            # the workers' CPU seconds, the client's).
+            best: dict[str, tuple[float, float, float, float, float]] = {}
             # Each run's turns/s, round by round.
             runs: dict[str, list[float]] = {label: [] for label, *_ in configs}
             loads = [os.getloadavg()[0]]
@@ -162,13 +177,17 @@ def main(argv: list[str] | None = None) -> None:
                     db = str(Path(work) / f"game{round_}.db")
                     options = tuple(db if o == "FILE" else o for o in options)
                     empty_redis(url)
-                    with started(count, *options) as addresses:
+                    with started(count, *options) as (addresses, pids):
                         before = redis_counters(url)
+                        workers, client = cpu_seconds(pids), time.process_time()
                         rate = asyncio.run(drive(addresses, args.agents, args.turns, durable))
+                        workers = cpu_seconds(pids) - workers
+                        client = time.process_time() - client
                         after = redis_counters(url)
                     runs[label].append(rate)
                     if label not in best or rate > best[label][0]:
-                        best[label] = (rate, after[0] - before[0], after[1] - before[1])
+                        redis_used = (after[0] - before[0], after[1] - before[1])
+                        best[label] = (rate, *redis_used, workers, client)
                 loads.append(os.getloadavg()[0])
             baseline = best[configs[0][0]][0]
             paired = {
@@ -180,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
             }
             turns = args.turns // args.agents * args.agents
             for label, _, options, _ in configs:
-                rate, commands_used, cpu_used = best[label]
+                rate, commands_used, cpu_used, workers_cpu, client_cpu = best[label]
                 commands = commands_used / turns
                 cpu_us = cpu_used / turns * 1e6
                 uses_redis = url in options
@@ -193,9 +212,11 @@ def main(argv: list[str] | None = None) -> None:
                         f"{commands:.1f}" if uses_redis else "-",
                         f"{cpu_us:.0f} µs" if uses_redis else "-",
                         f"{1e6 / cpu_us:,.0f}" if uses_redis and cpu_us > 0 else "-",
+                        f"{workers_cpu / turns * 1e6:.0f} µs",
+                        f"{client_cpu / turns * 1e6:.0f} µs",
                     ]
                 )
-            with started(2, "--store", url) as (a, b):
+            with started(2, "--store", url) as ((a, b), _):
                 samples = asyncio.run(moves(a, b, args.moves))
     finally:
         redis_proc.terminate()
@@ -214,6 +235,8 @@ def main(argv: list[str] | None = None) -> None:
             "Redis commands/turn",
             "Redis CPU/turn",
             "turns/s per Redis core",
+            "workers' CPU/turn",
+            "client's CPU/turn",
         ],
         rows,
     )

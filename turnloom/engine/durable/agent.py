@@ -167,7 +167,8 @@ class DurableAgentCore(AgentCore):
 
     def notify(self, method: str, *args: Any) -> None:
         """At a pause: queue the snapshot, and tell the host once it is written. Any other
-        event of an agent whose snapshot is queued waits behind it, so events keep their order."""
+        event of an agent whose snapshot is on its way (queued or in flight) waits behind it,
+        so events keep their order."""
         if method == "on_paused":
             turn = self.turn
             # The caller settles the turn's waiters right after this: they are settled after
@@ -179,9 +180,9 @@ class DurableAgentCore(AgentCore):
             turn.waiters = waiters
         else:
             writes = self.writes
-            queued = None if writes is None else writes.pending.get(self.agent_id)
-            if queued is not None:
-                queued.then.append(partial(AgentCore.notify, self, method, *args))
+            # Queued, or in flight in a group written off the loop: either way not stored yet.
+            if writes is not None and writes.holds(self.agent_id):
+                writes.then(self.agent_id, partial(AgentCore.notify, self, method, *args))
                 return
         AgentCore.notify(self, method, *args)
 
@@ -232,14 +233,17 @@ class DurableAgentCore(AgentCore):
         turn.settle_waiters(step)
         idle = self.turn
         if idle is not turn and idle.waiters and idle.state is TurnState.IDLE:
-            idle.settle_waiters(step)  # `wait` calls made while the write was queued
+            idle.settle_waiters(step)  # `wait` calls made while the write was on its way
         if self.queue:
             self.start_queued()
 
     def wait(self) -> Step | None:
-        """As `AgentCore.wait`, but None (wait) while the agent's last rest is still queued
-        for writing: no step reaches the host before it is stored."""
-        if self.writes is not None and self.agent_id in self.writes.pending:
+        """As `AgentCore.wait`, but None (wait) while the agent's last rest is on its way to
+        the store, queued or in flight: no step reaches the host before it is stored. (In
+        flight, a completion has left the agent idle in memory while the message waiting in
+        its queue starts only once the write is in; answering then would tell of a rest the
+        store does not hold, and of an agent that seems to have nothing left to do.)"""
+        if self.writes is not None and self.writes.holds(self.agent_id):
             self.check_alive("wait")
             return None
         return super().wait()

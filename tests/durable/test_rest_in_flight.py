@@ -1,0 +1,83 @@
+"""A durable agent whose rest is in flight (its group written off the loop by the store's
+writing thread, as a busy worker's groups are) is not at rest yet for the host: `wait` waits
+for the write, and the agent's other events wait behind it, as for a rest still queued
+(docs/reference/durability.md#when-an-agent-is-written).
+
+Each test holds the loop still while the write is in flight (nothing is awaited between the
+write leaving and the check), so the writing thread's speed changes nothing: before the fix,
+both failed every time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import turnloom as tl
+from turnloom.engine.durable.store import open_store, write_queue
+
+GRAPH = (
+    tl.GraphDescription()
+    .add_node("gate", tl.PauseParams(default_exit="say"))
+    .add_node("say", tl.CannedResponseParams(lines=["ok"]))
+    .set_start_node("gate")
+    .set_default_model_name("mock")
+)
+
+
+@pytest.fixture(autouse=True)
+def every_group_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lone agent's write goes to the writing thread too (a group of 8 or more does)."""
+    monkeypatch.setattr(write_queue, "OFF_LOOP_FROM", 1)
+
+
+def _in_flight(store: Any, agent_id: int) -> bool:
+    queue = store.queued
+    return queue is not None and agent_id in queue.flying
+
+
+def test_a_waiting_message_starts_before_wait_answers_a_cancel_in_flight() -> None:
+    async def main() -> None:
+        store = open_store(":memory:")
+        async with tl.AsyncEngine(tl.MockModel("mock"), clock=tl.VirtualClock(), store=store) as e:
+            agent = await e.create_agent(GRAPH, input_policy="enqueue")
+            assert (await agent.send_message("first")).paused
+            queued = asyncio.ensure_future(agent.send_message("second"))
+            await asyncio.sleep(0)  # the message reaches the agent and waits in its queue
+            assert not queued.done()
+            assert await agent.cancel()
+            await asyncio.sleep(0)  # the cancelled turn's rest leaves for the writing thread
+            assert _in_flight(store, agent.agent_id)
+            ended = await agent.wait()  # the cancelled turn, once it is stored
+            assert ended.result is not None
+            assert ended.result.status is tl.TurnStatus.CANCELLED
+            # By then the waiting message's turn has started: the agent is not idle.
+            step = await agent.wait()
+            assert step.paused, step
+            assert (await queued).paused
+            assert [m["content"] for m in agent.dialog if m["role"] == "user"] == []
+
+    asyncio.run(main())
+
+
+def test_an_event_waits_behind_a_pause_in_flight() -> None:
+    async def main() -> None:
+        store = open_store(":memory:")
+        async with tl.AsyncEngine(tl.MockModel("mock"), clock=tl.VirtualClock(), store=store) as e:
+            agent = await e.create_agent(GRAPH)
+            events: list[str] = []
+            agent.set_on_paused(lambda node, route: events.append(f"paused at {node}"))
+            agent.set_on_resumed(lambda node, resume_node: events.append(f"resumed {node}"))
+            sent = asyncio.ensure_future(agent.send_message("hi"))
+            await asyncio.sleep(0)  # the turn pauses at once; its rest is queued
+            await asyncio.sleep(0)  # and leaves for the writing thread
+            assert _in_flight(store, agent.agent_id)
+            assert events == []  # not told before it is stored
+            # A game that resumes at once: the resume is made before anything is awaited.
+            assert (await agent.resume()).result is not None
+            assert (await sent).paused
+            assert events == ["paused at gate", "resumed gate"]
+
+    asyncio.run(main())

@@ -38,7 +38,7 @@ def _in_flight(store: Any, agent_id: int) -> bool:
     return queue is not None and agent_id in queue.flying
 
 
-def test_a_waiting_message_starts_before_wait_answers_a_cancel_in_flight() -> None:
+def test_wait_after_a_cancel_in_flight_answers_the_waiting_messages_turn() -> None:
     async def main() -> None:
         store = open_store(":memory:")
         async with tl.AsyncEngine(tl.MockModel("mock"), clock=tl.VirtualClock(), store=store) as e:
@@ -50,10 +50,8 @@ def test_a_waiting_message_starts_before_wait_answers_a_cancel_in_flight() -> No
             assert await agent.cancel()
             await asyncio.sleep(0)  # the cancelled turn's rest leaves for the writing thread
             assert _in_flight(store, agent.agent_id)
-            ended = await agent.wait()  # the cancelled turn, once it is stored
-            assert ended.result is not None
-            assert ended.result.status is tl.TurnStatus.CANCELLED
-            # By then the waiting message's turn has started: the agent is not idle.
+            # Once the cancelled turn is stored: the step of the waiting message's turn, which
+            # started when the other ended (as on an agent without a store), not the idle agent.
             step = await agent.wait()
             assert step.paused, step
             assert (await queued).paused
@@ -79,5 +77,37 @@ def test_an_event_waits_behind_a_pause_in_flight() -> None:
             assert (await agent.resume()).result is not None
             assert (await sent).paused
             assert events == ["paused at gate", "resumed gate"]
+
+    asyncio.run(main())
+
+
+def test_a_message_sent_while_a_completion_is_in_flight_waits_behind_those_waiting() -> None:
+    """Enqueue keeps the order the player spoke in: a third message sent after the turn ends
+    but before its rest is stored goes behind the second, which was waiting, instead of
+    finding the agent idle and starting first."""
+
+    async def main() -> None:
+        store = open_store(":memory:")
+        async with tl.AsyncEngine(tl.MockModel("mock"), clock=tl.VirtualClock(), store=store) as e:
+            agent = await e.create_agent(GRAPH, input_policy="enqueue")
+            started: list[str] = []
+            # A message's event with a turn id: its turn started.
+            agent.set_on_message(lambda event: event.turn_id and started.append(event.text))
+            assert (await agent.send_message("first")).paused
+            second = asyncio.ensure_future(agent.send_message("second"))
+            await asyncio.sleep(0)  # waits in the queue
+            assert not second.done()
+            assert await agent.cancel()
+            await asyncio.sleep(0)  # the cancelled turn's rest leaves for the writing thread
+            assert _in_flight(store, agent.agent_id)
+            third = asyncio.ensure_future(agent.send_message("third"))
+            await asyncio.sleep(0)  # reaches the agent while the rest is still in flight
+            assert _in_flight(store, agent.agent_id)
+            assert (await agent.wait()).paused  # the next pause, once the rest is stored
+            assert started == ["first", "second"]
+            assert second.done() and not third.done()  # still waiting: "second"'s turn is open
+            assert (await agent.resume()).result is not None
+            assert (await third).paused
+            assert started == ["first", "second", "third"]
 
     asyncio.run(main())

@@ -223,6 +223,12 @@ class DurableAgentCore(AgentCore):
         tell = partial(self._tell_completed, turn, result)
         if self._queue_write(tell) is None:
             tell()
+        elif self.queue:
+            # The next waiting message starts now, as on an agent without a store: a message
+            # sent meanwhile meets its turn, not an idle agent it would start ahead of those
+            # waiting. What the turn tells the host waits behind the completion's write
+            # (`notify`), and its snapshot (taken above) still holds the message.
+            self.start_queued()
 
     def _tell_completed(self, turn: Turn, result: TurnResult) -> None:
         if self.release_at_rest:
@@ -239,10 +245,9 @@ class DurableAgentCore(AgentCore):
 
     def wait(self) -> Step | None:
         """As `AgentCore.wait`, but None (wait) while the agent's last rest is on its way to
-        the store, queued or in flight: no step reaches the host before it is stored. (In
-        flight, a completion has left the agent idle in memory while the message waiting in
-        its queue starts only once the write is in; answering then would tell of a rest the
-        store does not hold, and of an agent that seems to have nothing left to do.)"""
+        the store, queued or in flight: no step reaches the host before it is stored. (The
+        step it waits for is then the one after that rest: a message that was waiting has
+        already started its turn, `turn_completed`.)"""
         if self.writes is not None and self.writes.holds(self.agent_id):
             self.check_alive("wait")
             return None

@@ -446,6 +446,20 @@ def test_a_boolean_reads_the_words_of_its_values_description() -> None:
     assert sw.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here
 
 
+def test_a_boolean_that_says_one_side_takes_the_other_from_its_tools_alternatives() -> None:
+    torch = "Light the torch or put it out."
+    assert sa._phrases("true to light it.", torch) == ("light it", "put it out")
+    assert sa._phrases("false to put it out.", torch) == ("Light the torch", "put it out")
+    sorting = "Turn automatic backpack sorting on or off."
+    assert sa._phrases("true to turn it on.", sorting) == ("turn it on", "off")
+    # No alternatives, or none that tells which is which: the other side stays unsaid.
+    assert sa._phrases("true if it cannot wait.", "Send a runner for help.") == (
+        "it cannot wait",
+        "",
+    )
+    assert sa._phrases("true to light it.", "Fetch wood or water.") == ("light it", "")
+
+
 def test_boundaries_a_model_ships_are_not_measured_again() -> None:
     class Shipped(ScoringMock):
         def measured(self, name: str) -> dict[str, float] | None:

@@ -74,6 +74,8 @@ _BOOLEAN_PHRASES = re.compile(
     r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
     re.IGNORECASE,
 )
+#: Where a tool's description offers two things to do ("Light the torch or put it out.").
+_ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,7 @@ async def fill_arguments(
         end = ", " if i + 1 < len(tool.parameters) else ")"
         fill = _Fill(
             header, call_text, end, line, avoid, numeric,
-            tuple(earlier.get(param.name, ())), frozenset(taken),
+            tuple(earlier.get(param.name, ())), frozenset(taken), tool.description,
         )  # fmt: skip
         value, read = await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
@@ -166,6 +168,8 @@ class _Fill:
     earlier: tuple[object, ...] = ()
     #: Words the call's earlier string arguments took (a recipient is not the message).
     taken: frozenset[str] = frozenset()
+    #: The tool's description (what a boolean's values mean, where its own says one side).
+    tool_description: str = ""
 
 
 async def _fill(
@@ -193,7 +197,8 @@ async def _fill(
             backend, header, opened, choices, line, agent_id, calibrate_on=EXAMPLES
         )
         if param.type == "boolean":  # the words of its description's phrase for each value
-            named = [phrase_words(phrase, line) for phrase in _phrases(param.description)]
+            phrases = _phrases(param.description, fill.tool_description)
+            named = [phrase_words(phrase, line) for phrase in phrases]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
         chosen, margin = best(scores)
         return values[chosen], margin
@@ -222,12 +227,24 @@ async def _fill(
     return values[chosen], margin
 
 
-def _phrases(description: str) -> tuple[str, str]:
+def _phrases(description: str, tool_description: str = "") -> tuple[str, str]:
     """What a boolean's description says each value means: ("light it", "put it out") for
-    "true to light it, false to put it out"; "" where it does not say."""
+    "true to light it, false to put it out"; "" where it does not say.
+
+    Where it says one side only ("true to light it."), the other is the tool's other
+    alternative when its description offers two ("Light the torch or put it out.": "put it
+    out"): without it, nothing in the line speaks for false, and "Put out the torch." lights
+    it."""
     said = {"true": "", "false": ""}
     for found in _BOOLEAN_PHRASES.finditer(description):
         said[found.lastgroup or ""] = found.group(found.lastgroup or 0)
+    known = said["true"] or said["false"]
+    if known and not (said["true"] and said["false"]):
+        sides = _ALTERNATIVES.split(one_line(tool_description).rstrip(". "), maxsplit=1)
+        if len(sides) == 2:
+            first, second = (phrase_words(known, side) for side in sides)
+            if first != second:
+                said["false" if said["true"] else "true"] = sides[1] if first > second else sides[0]
     return said["true"], said["false"]
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ...inference.base import ModelBackend
 
-__all__ = ["best", "calibrated_choice", "calibrated_scores", "one_line", "prompt"]
+__all__ = ["best", "calibrated_scores", "one_line", "prompt"]
 
 #: "Calibrate before use": lines that carry no content, whose scores show the model's bias.
 _CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -37,19 +37,6 @@ def one_line(text: str) -> str:
 def prompt(header: str, line: str, tail: str) -> str:
     """A scoring prompt: the `header`'s examples, the player's `line`, then `tail`."""
     return f"{header}Player: {one_line(line)}{tail}"
-
-
-async def calibrated_choice(
-    backend: ModelBackend,
-    header: str,
-    tail: str,
-    choices: Sequence[str],
-    line: str,
-    agent_id: int,
-) -> tuple[int, float]:
-    """The index of the choice likeliest after `line` relative to after content-free lines,
-    and by how much it beats the runner-up (nats)."""
-    return best(await calibrated_scores(backend, header, tail, choices, line, agent_id))
 
 
 async def calibrated_scores(

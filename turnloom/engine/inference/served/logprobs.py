@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -73,12 +74,26 @@ class ScoringStats:
     cancelled: bool = False
 
 
-class LlamaCppPythonScorer:
-    """Scores choices on llama-cpp-python's server (see the module docstring)."""
+class ServedScorer(ABC):
+    """Scores choices on one kind of server: its transport, and the model name its requests
+    carry (when the server serves several)."""
 
     def __init__(self, transport: Transport, model: str | None) -> None:
         self.transport = transport
         self.named: dict[str, Any] = {"model": model} if model else {}
+
+    @abstractmethod
+    async def scores(
+        self, prompt: str, choices: Sequence[str], greedy: bool, stats: ScoringStats
+    ) -> list[float]:
+        """See `ModelBackend.score_choices`; what it cost goes in `stats`."""
+
+
+class LlamaCppPythonScorer(ServedScorer):
+    """Scores choices on llama-cpp-python's server (see the module docstring)."""
+
+    def __init__(self, transport: Transport, model: str | None) -> None:
+        super().__init__(transport, model)
         #: The server's text of each token asked about (None: not a whole UTF-8 text).
         self._pieces: dict[int, str | None] = {}
         #: What the server's tokenizer puts before any text (its BOS), once known.

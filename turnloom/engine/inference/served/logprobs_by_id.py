@@ -6,26 +6,18 @@ in `logprobs`' docstring. The reply readers are also the probe's (`probe.probe_v
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .choices import ChoiceTrie, Parting, choice_tails
 from .errors import ServedModelError
-from .logprobs import COMPLETIONS, FORCE, ScoringStats, token_list
-
-if TYPE_CHECKING:
-    from .transport import Transport
-
+from .logprobs import COMPLETIONS, FORCE, ScoringStats, ServedScorer, token_list
 
 #: llama.cpp sends each listed token's text and bytes: 512 keeps a reply near 50 kB per parting.
 LLAMA_CPP_TOP_N = 512
 
 
-class LlamaCppScorer:
+class LlamaCppScorer(ServedScorer):
     """Scores choices on llama.cpp's `llama-server` (see the module docstring)."""
-
-    def __init__(self, transport: Transport, model: str | None) -> None:
-        self.transport = transport
-        self.named: dict[str, Any] = {"model": model} if model else {}
 
     async def scores(
         self, prompt: str, choices: Sequence[str], greedy: bool, stats: ScoringStats
@@ -120,12 +112,8 @@ def llama_cpp_row(result: Any) -> tuple[int, float, dict[int, float]]:
         ) from None
 
 
-class VllmScorer:
+class VllmScorer(ServedScorer):
     """Scores choices on vLLM (see the module docstring)."""
-
-    def __init__(self, transport: Transport, model: str | None) -> None:
-        self.transport = transport
-        self.named: dict[str, Any] = {"model": model} if model else {}
 
     async def scores(
         self, prompt: str, choices: Sequence[str], greedy: bool, stats: ScoringStats

@@ -30,6 +30,7 @@ from .errors import ServedModelError, require_http
 from .kinds import Completion, ServerKind, completion_body, token_count, tokenize_request
 from .run import Run
 from .scoring import ServedScoring
+from .under_way import UnderWay
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -133,8 +134,7 @@ class ServedModel(ServedBudget, ServedScoring, ModelBackend):
         self._lock = threading.Lock()
         # Generations and scorings under way (a cancelled one until its stream is closed), for
         # `wait_idle`.
-        self._active = 0
-        self._idle = threading.Condition(self._lock)
+        self._under_way = UnderWay(self._lock)
         self._props: Mapping[str, Any] | None = None
         self._template: ChatTemplate | None = None
         self._grammars: dict[tuple[Any, ...], ToolCallGrammar] = {}
@@ -293,8 +293,7 @@ class ServedModel(ServedBudget, ServedScoring, ModelBackend):
     ) -> GenerationResult:
         """Stream a completion of the rendered chat from the server (4001 on its failures)."""
         stats = GenerationStats(agent_id=request.agent_id, instance=0)
-        with self._lock:
-            self._active += 1
+        self._under_way.begin()
         stats.started = started = time.perf_counter()
         try:
             await self._server_props_async()
@@ -309,9 +308,7 @@ class ServedModel(ServedBudget, ServedScoring, ModelBackend):
         finally:
             stats.seconds = time.perf_counter() - started
             self.generations.append(stats)
-            with self._lock:
-                self._active -= 1
-                self._idle.notify_all()
+            self._under_way.end()
             log.debug(
                 "served.generated", model=self.name, slot=stats.instance, **stats.log_fields()
             )
@@ -379,8 +376,7 @@ class ServedModel(ServedBudget, ServedScoring, ModelBackend):
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no generation or scoring is under way (a cancelled one counts until its
         stream is closed and its record kept); False if `timeout` seconds passed first."""
-        with self._lock:
-            return self._idle.wait_for(lambda: self._active == 0, timeout)
+        return self._under_way.wait_idle(timeout)
 
     async def aclose(self) -> None:
         """Close the pooled connections of the running loop's client."""

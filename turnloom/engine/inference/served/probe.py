@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ServedModelError
 from .kinds import ServerKind
-from .logprobs import COMPLETIONS, LlamaCppPythonScorer
+from .logprobs import COMPLETIONS, LlamaCppPythonScorer, ServedScorer
 from .logprobs_by_id import (
     LlamaCppScorer,
     VllmScorer,
@@ -86,9 +86,7 @@ def probe_verdict(kind: ServerKind, status: int, reply: Any, message: str) -> st
     return f"it refused a completion asking for log-probabilities ({status}: {message})"
 
 
-def scorer_for(
-    kind: ServerKind, transport: Transport, model: str | None
-) -> LlamaCppPythonScorer | LlamaCppScorer | VllmScorer:
+def scorer_for(kind: ServerKind, transport: Transport, model: str | None) -> ServedScorer:
     """The scorer for a server of `kind` (one `unsupported_reason` passes)."""
     if kind is ServerKind.LLAMA_CPP:
         return LlamaCppScorer(transport, model)

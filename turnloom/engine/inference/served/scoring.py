@@ -23,9 +23,9 @@ from ...support.logs import get_logger
 from ..catalog import CatalogEntry
 from .errors import ServedModelError
 from .kinds import ServerKind
-from .logprobs import LlamaCppPythonScorer, ScoringStats
-from .logprobs_by_id import LlamaCppScorer, VllmScorer
+from .logprobs import ScoringStats, ServedScorer
 from .probe import probe_request, probe_verdict, scorer_for, unsupported_reason
+from .under_way import UnderWay
 
 if TYPE_CHECKING:
     import threading
@@ -50,12 +50,11 @@ class ServedScoring:
     model: str | None
     _transport: Transport
     _lock: threading.Lock
-    #: Generations and scorings under way, and the condition `wait_idle` waits on.
-    _active: int
-    _idle: threading.Condition
+    #: Generations and scorings under way (`wait_idle`).
+    _under_way: UnderWay
     #: The probe's verdict once known: (None,) can score, (reason,) cannot.
     _scoring_verdict: tuple[str | None] | None
-    _scorer: LlamaCppPythonScorer | LlamaCppScorer | VllmScorer | None
+    _scorer: ServedScorer | None
     #: The most recent `score_choices` calls, newest last (each from its start).
     scorings: deque[ScoringStats]
 
@@ -118,9 +117,8 @@ class ServedScoring:
             self._scorer = scorer_for(self.server_kind, self._transport, self.model)
         stats = ScoringStats(choices=len(choices), greedy=greedy)
         started = time.perf_counter()
-        with self._lock:
-            self._active += 1
-            self.scorings.append(stats)
+        self._under_way.begin()
+        self.scorings.append(stats)
         try:
             return await self._scorer.scores(prompt, list(choices), greedy, stats)
         except asyncio.CancelledError:
@@ -132,9 +130,7 @@ class ServedScoring:
         finally:
             stats.seconds = time.perf_counter() - started
             stats.finished = True
-            with self._lock:
-                self._active -= 1
-                self._idle.notify_all()
+            self._under_way.end()
             log.debug(
                 "served.scored",
                 model=self.name,

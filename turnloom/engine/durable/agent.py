@@ -223,11 +223,11 @@ class DurableAgentCore(AgentCore):
         tell = partial(self._tell_completed, turn, result)
         if self._queue_write(tell) is None:
             tell()
-        elif self.queue:
+        if self.queue:
             # The next waiting message starts now, as on an agent without a store: a message
-            # sent meanwhile meets its turn, not an idle agent it would start ahead of those
-            # waiting. What the turn tells the host waits behind the completion's write
-            # (`notify`), and its snapshot (taken above) still holds the message.
+            # sent before the completion is stored meets its turn, not an idle agent it would
+            # start ahead of those waiting. What the turn tells the host waits behind that
+            # write (`notify`), and its snapshot (taken above) still holds the message.
             self.start_queued()
 
     def _tell_completed(self, turn: Turn, result: TurnResult) -> None:
@@ -240,8 +240,6 @@ class DurableAgentCore(AgentCore):
         idle = self.turn
         if idle is not turn and idle.waiters and idle.state is TurnState.IDLE:
             idle.settle_waiters(step)  # `wait` calls made while the write was on its way
-        if self.queue:
-            self.start_queued()
 
     def wait(self) -> Step | None:
         """As `AgentCore.wait`, but None (wait) while the agent's last rest is on its way to

@@ -434,6 +434,67 @@ def test_words_the_line_shares_with_a_tool_count_by_stem_and_rarity() -> None:
     assert rare[0] > rare[1] > 0 and rare[2] == 0
 
 
+def test_counted_nouns_are_the_words_right_after_a_count() -> None:
+    assert sv.counted_nouns("Hand me 2 torches, please.") == [("torches",)]
+    assert sv.counted_nouns("I'd like three old maps and 2 pints of ale") == [
+        ("old", "maps"),
+        ("pints",),
+    ]
+    # Counting words and what may stand between the count and its noun.
+    assert sv.counted_nouns("A pair of boots, two dozen eggs, four more apples") == [
+        ("boots",),
+        ("eggs",),
+        ("apples",),
+    ]
+    # No noun after the count, an article alone, "one" as a pronoun: nothing counted.
+    for line in ("And two more.", "Make it 2, instead.", "Light a torch.", "No one came.",
+                 "This one, please.", "The pair of boots."):  # fmt: skip
+        assert sv.counted_nouns(line) == [], line
+
+
+def test_a_counted_noun_is_evidence_for_the_tools_that_take_a_count_of_it() -> None:
+    def counted(name: str, *params: tuple[str, str, str], enum: Sequence[str] = ()) -> Any:
+        return tl.ToolDefinition(
+            name,
+            f"{name}.",
+            [
+                tl.ToolParamDefinition(n, t, d, enum=list(enum) if t == "string" else [])
+                for n, t, d in params
+            ],
+        )
+
+    give = counted(
+        "give_item", ("item", "string", "What to give."), ("count", "integer", "How many.")
+    )
+    torch = tl.ToolDefinition(
+        "set_torch",
+        "Light the torch or put it out.",
+        [tl.ToolParamDefinition("lit", "boolean", "true to light it.")],
+    )
+    room = counted("rent_room", ("nights", "integer", "How many nights."))
+    drinks = counted(
+        "serve_drink", ("drink", "string", "The drink."), ("count", "integer", "How many."),
+        enum=["ale", "wine"],
+    )  # fmt: skip
+    note = counted("send_note", ("message", "string", "What it says."), ("copies", "integer", "."))
+    tools = [give, torch, room, drinks, note]
+    n = len(tools)
+    # "torches" names set_torch, but a count of torches is for a tool that takes a count and
+    # an object: the free-text item ("What to give", no message), not the enum of drinks.
+    assert sw.counted_words(tools, "Hand me 2 torches, please.") == [
+        pytest.approx(math.log((n + 1) / 1)), 0.0, 0.0, 0.0, 0.0,
+    ]  # fmt: skip
+    # An enum takes a count of its values; both tools could hold "ale".
+    assert sw.counted_words(tools, "Three ales!") == [
+        pytest.approx(math.log((n + 1) / 2)), 0.0, 0.0, pytest.approx(math.log((n + 1) / 2)), 0.0,
+    ]  # fmt: skip
+    # A count in the unit a tool counts in is that tool's alone, and a week counts in nights.
+    for line in ("A room for two nights.", "A room for two weeks."):
+        assert sw.counted_words(tools, line) == [0.0, 0.0, pytest.approx(math.log(n + 1)), 0.0, 0.0]
+    assert sw.counted_words(tools, "Light the torch.") == [0.0] * n
+    assert sw.counted_words([torch], "Light 2 torches.") == [0.0]
+
+
 def test_a_boolean_reads_the_words_of_its_values_description() -> None:
     scorer = ScoringMock("mock", script=["unused"])
     params = node(tools=[SET_LAMP])

@@ -148,3 +148,30 @@ def test_the_default_model_ships_its_request_boundaries_as_measured(model: tl.Ll
     fresh = asyncio.run(sr.measure_boundaries(model))
     # A few hundredths of a nat move with what was cached before each scoring.
     assert fresh == pytest.approx(dict(shipped), abs=0.05), f"measured now: {fresh}"
+
+
+def test_a_count_of_things_calls_the_tool_that_hands_them_over(model: tl.LlamaModel) -> None:
+    """ "torches" names set_torch, and alone the model prefers it; the count and its noun go to
+    the tool that takes a count of items."""
+    give = tl.ToolDefinition(
+        "give_item",
+        "Give the player some items.",
+        [
+            tl.ToolParamDefinition("item", "string", "The item, e.g. 'apple'."),
+            tl.ToolParamDefinition("count", "integer", "How many."),
+        ],
+    )
+    params = tl.ToolCallParams(
+        tools=[OPEN_DOOR, give, SET_TORCH],
+        disposition=tl.ToolCallDisposition.Notify,
+        mode=tl.ToolCallMode.DetectOnly,
+    )
+    graph = tl.GraphDescription().add_node("act", params).set_start_node("act")
+    with tl.Engine(model) as engine:
+        agent = engine.create_agent(graph.set_default_model_name("m"))
+        calls: list[tl.ToolCallEvent] = []
+        agent.set_on_tool_call_event(calls.append)
+        agent.send_message("Hand me 2 torches, please.")
+    assert [(c.tool_name, c.arguments) for c in calls] == [
+        ("give_item", {"item": "torches", "count": 2})
+    ]

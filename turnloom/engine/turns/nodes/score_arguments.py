@@ -34,13 +34,13 @@ from ...inference.base import ModelBackend
 from ..dialog.projection import Interaction
 from .score_calibration import best, calibrated_scores, one_line, prompt
 from .score_values import (
-    SENTENCE_WORDS,
     WORD,
     after_numbers,
     clauses,
     earlier_values,
     enum_values,
     is_count,
+    is_sentence,
     numbers,
     spans,
 )
@@ -252,7 +252,7 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     """What a string argument is chosen among: spans of the line (longer for a message or an
     errand, with the clause a message verb introduces first), not the words another argument
     of the call took, then the values earlier calls gave it."""
-    sentence = bool(SENTENCE_WORDS & set(WORD.findall(f"{param.name} {param.description}".lower())))
+    sentence = is_sentence(param)
     found = spans(fill.line, fill.avoid, fill.numeric, longest=8 if sentence else 4)
     if sentence:
         found = [*clauses(fill.line), *found]

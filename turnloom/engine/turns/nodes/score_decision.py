@@ -14,7 +14,9 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    player (that tool) and two remarks that mention its object without asking for it (talk),
    with plain talk around; all of it twice, the tools in their order and then reversed. The
    likelihoods are calibrated (`score_calibration`), and each tool gains from the words the
-   line shares with its declaration (`score_words`): players name what they want. A request
+   line shares with its declaration (`score_words`): players name what they want; and from
+   what the line counts ("2 torches") where the tool takes a count of it, so "Hand me 2
+   torches" asks the tool that hands items over, not the one named after torches. A request
    adds its margin to the tools' side against talk. The tool is chosen on the line alone:
    after a dialog the model leans to the last call shown.
 3. **Its arguments** (`score_arguments`), one by one, after the recent calls of the dialog.
@@ -41,7 +43,7 @@ from .score_arguments import fill_arguments
 from .score_calibration import best, calibrated_scores, one_line
 from .score_request import request_margin
 from .score_values import FILLER, WORD, enum_values
-from .score_words import WORDS_WEIGHT, shared_words
+from .score_words import WORDS_WEIGHT, counted_words, shared_words
 
 __all__ = [
     "DECISIONS",
@@ -128,7 +130,9 @@ async def decide_by_score(
     lookups = {i for i, tool in enumerate(tools) if _looks_up(tool)} if asks <= 0 else set()
     if asks <= 0 and not (lookups and line.rstrip().endswith("?")):
         return ScoreDecision(no_call, diagnostics)
-    named = shared_words(tools, line)
+    # What the line names, and what it counts ("2 torches") where a tool takes a count of it.
+    counted = counted_words(tools, line)
+    named = [w + c for w, c in zip(shared_words(tools, line), counted, strict=True)]
     names = [tool.name for tool in tools]
     if asks > 0 and last_call in names and not any(named):
         # A request right after a call that names no tool follows that call up ("And four

@@ -20,10 +20,12 @@ __all__ = [
     "WORD",
     "after_numbers",
     "clauses",
+    "counted_nouns",
     "earlier_values",
     "enum_values",
     "is_count",
     "is_number",
+    "is_sentence",
     "numbers",
     "spans",
     "words",
@@ -55,6 +57,8 @@ _NUMBER_WORDS = {
 _COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+#: Words before "one" that make it a pronoun, not a count ("no one", "this one").
+_NOT_A_COUNT = frozenset(words("no the this that which any each every"))
 _NUMBER_OR_WORD = re.compile(r"[+-]?\d+(?:\.\d+)?(?![\w.])|[\w'-]+")
 WORD = re.compile(r"[\w'-]+")
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
@@ -88,6 +92,49 @@ def after_numbers(line: str) -> set[int]:
         for a, b in itertools.pairwise(words)
         if is_number(a.group().lower()) and not line[a.end() : b.start()].strip()
     }
+
+
+def counted_nouns(line: str) -> list[tuple[str, ...]]:
+    """What `line` counts: per number it spells before a noun ("2 torches", "three old maps",
+    "a pair of boots", "two dozen eggs", "four more apples"), the noun's words, lowercase (the
+    run of telling words right after the count, up to three, not across punctuation)."""
+    found = list(WORD.finditer(line))
+    low = [w.group().lower() for w in found]
+
+    def joined(i: int) -> bool:  # word i follows word i - 1 with nothing but spaces between
+        return i < len(low) and not line[found[i - 1].end() : found[i].start()].strip()
+
+    counted: list[tuple[str, ...]] = []
+    for i, word in enumerate(low):
+        at = i + 1
+        if (
+            (is_number(word) or word in ("a", "an"))
+            and joined(at)
+            and _singular(low[at]) in _COUNTS
+        ):
+            at += 1  # "a dozen", "two pairs"
+        elif not is_number(word) or (word == "one" and i and low[i - 1] in _NOT_A_COUNT):
+            continue
+        while joined(at) and low[at] in ("of", "more", "other"):
+            at += 1
+        noun: list[str] = []
+        while joined(at) and len(noun) < 3 and not _edge(low[at]):
+            noun.append(low[at])
+            at += 1
+        if noun:
+            counted.append(tuple(noun))
+    return counted
+
+
+def _edge(word: str) -> bool:
+    """Whether `word` ends a counted noun: filler or another number."""
+    return word in FILLER or is_number(word) or word in _COUNTS
+
+
+def is_sentence(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:
+    """Whether a string argument holds a sentence (a message, an errand), not a name: its
+    name or description has one of the words `by` (default `SENTENCE_WORDS`)."""
+    return bool(by & set(WORD.findall(f"{param.name} {param.description}".lower())))
 
 
 def clauses(line: str) -> list[str]:

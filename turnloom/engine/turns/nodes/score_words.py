@@ -7,6 +7,12 @@ they want: the books, the horseshoes, the days. So each tool has the words of it
 description, parameters and their values, stemmed ("horseshoes" and "horseshoe" are one), and
 a line scores, per tool, the words it shares with it, each weighted by how few of the tools
 have it (a word every tool has tells them apart no better than none).
+
+What a line counts tells as much: "Hand me 2 torches" names the tool that lights the torch,
+yet asks for a count of torches, which only a tool with a count and an object to count takes.
+So a counted noun is a word of the tools that can take a count of it (`counted_words`), those
+with a numeric argument counted in it ("two nights") or, failing any, those with a numeric
+argument and an object argument the noun can fill.
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from ...graph.params import ToolDefinition
-from .score_values import FILLER, WORD, enum_values
+from ...graph.params import ToolDefinition, ToolParamDefinition
+from .score_values import FILLER, SENTENCE_WORDS, WORD, counted_nouns, enum_values, is_sentence
 
-__all__ = ["WORDS_WEIGHT", "phrase_words", "shared_words"]
+__all__ = ["WORDS_WEIGHT", "counted_words", "phrase_words", "shared_words"]
 
 #: Nats a choice gains per unit of the words the line shares with it: one word that only one
 #: tool has outweighs most of a label's own lead.
@@ -50,6 +56,10 @@ _SILENT = FILLER | frozenset(
         "e.g",
     ]
 )
+#: Words that make a string argument a message, not an object: "What to buy" is an object.
+_MESSAGE = SENTENCE_WORDS - {"what"}
+#: Spans of time an argument counted in days or nights counts in too.
+_SPANS = frozenset(["day", "night", "week", "fortnight"])
 _STEMMER = snowballstemmer.stemmer("english")
 #: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest".
 _POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start"])
@@ -68,6 +78,57 @@ def shared_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
             weight += math.log((len(tools) + 1) / having)
         weights.append(weight)
     return weights
+
+
+def counted_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
+    """Per tool, the weight of what `line` counts ("2 torches") that the tool can take as a
+    count of it: each counted noun adds log((tools + 1) / tools that take it) to those.
+
+    A tool takes a counted noun if it has a numeric argument and either that argument counts
+    in the noun ("for two nights", "30 gold") or the noun can fill another argument, an object
+    (a free-text one, or an enum with the noun among its values). Where some tool counts in
+    the noun, only those take it: "two nights" is no object to hand over."""
+    weights = [0.0] * len(tools)
+    for noun in counted_nouns(line):
+        stems = _stems(" ".join(noun))
+        if not stems:
+            continue
+        units = [i for i, tool in enumerate(tools) if _counts_in(tool, noun, stems)]
+        takers = units or [i for i, tool in enumerate(tools) if _takes_object(tool, stems)]
+        for i in takers:
+            weights[i] += math.log((len(tools) + 1) / len(takers))
+    return weights
+
+
+def _numeric(tool: ToolDefinition) -> list[ToolParamDefinition]:
+    return [p for p in tool.parameters if p.type in ("integer", "number")]
+
+
+def _counts_in(tool: ToolDefinition, noun: tuple[str, ...], stems: frozenset[str]) -> bool:
+    """Whether a numeric argument of `tool` counts in `noun` ("nights": "How many nights"; a
+    week or a day: an argument in days or nights)."""
+    for param in _numeric(tool):
+        said = f"{param.name} {param.description}"
+        if stems & _stems(said):
+            return True
+        in_days = any(w in said.lower() for w in ("day", "night"))
+        if in_days and any(w.removesuffix("s") in _SPANS for w in noun):
+            return True
+    return False
+
+
+def _takes_object(tool: ToolDefinition, stems: frozenset[str]) -> bool:
+    """Whether `tool` takes a count of something the noun (`stems`) can be: it has a numeric
+    argument and an object argument, free text or an enum among whose values the noun is."""
+    if not _numeric(tool):
+        return False
+    for param in tool.parameters:
+        values = enum_values(param)
+        if values and stems & _stems(" ".join(values)):
+            return True
+        if param.type == "string" and not values and not is_sentence(param, _MESSAGE):
+            return True
+    return False
 
 
 def _vocabulary(tool: ToolDefinition) -> frozenset[str]:

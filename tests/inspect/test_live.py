@@ -15,6 +15,7 @@ import aiohttp
 
 import turnloom as tl
 from tests.helpers import SET_LIGHT, graph_of
+from turnloom.inspect import recorder
 from turnloom.inspect.app import Inspector
 
 
@@ -269,3 +270,40 @@ def test_the_timeline_of_a_tool_calling_turn_as_the_page_reads_it() -> None:
     )
     assert ended["ended_while_paused_for"] is None
     assert turn["status"] == "success"
+
+
+def test_a_turn_that_walks_many_nodes_keeps_its_message_and_latest_events() -> None:
+    """A turn's timeline is bounded however many nodes it walks: it keeps the player's message
+    and its latest events, its end among them."""
+
+    async def scenario() -> None:
+        async with tl.AsyncEngine(tl.MockModel("mock")) as engine:
+            inspector = await engine.inspect()
+            looping = graph_of(
+                ("ping", tl.CannedResponseParams(lines=["."], default_exit="pong")),
+                ("pong", tl.CannedResponseParams(lines=["."], default_exit="ping")),
+            )
+            agent = await engine.create_agent(looping, max_steps_per_turn=500)
+            step = await agent.send_message("round and round")
+            assert (
+                step.result is not None and step.result.error_code == tl.ErrorCode.MaxStepsExceeded
+            )
+            (turn,) = inspector.recorder.tracks[agent.agent_id].timeline(lambda node: "")
+            events = turn["events"]
+            # Cut back at a node's start: the few events that follow one (its end, the turn's
+            # end) may go past the bound until the next.
+            assert len(events) <= recorder.KEPT_EVENTS_PER_TURN + 3
+            assert events[0]["kind"] == "turn_started"
+            assert events[0]["message"] == "round and round"
+            assert events[-1]["kind"] == "turn_ended" and turn["status"] == "error"
+            # The latest nodes, in order, with nothing missing between them: each node's end
+            # names the node it ends.
+            walked = [event["node"] for event in events if event["kind"] == "node_started"]
+            ended = [event["node"] for event in events if event["kind"] == "node_ended"]
+            assert len(walked) > recorder.KEPT_EVENTS_PER_TURN // 5
+            assert all(a != b for a, b in zip(walked, walked[1:], strict=False))
+            assert ended == walked[: len(ended)] and len(walked) - len(ended) <= 1
+            assert walked[-1] == ("ping" if 500 % 2 else "pong")
+            await inspector.close()
+
+    asyncio.run(scenario())

@@ -329,7 +329,9 @@ class Inspector:
         self.watchers.push_changes(message, touched)
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
-        socket = web.WebSocketResponse(heartbeat=30)
+        # Not compressed: a busy game's pushes are a few tens of kilobytes a few times a
+        # second, which deflating would cost the engine's loop more than sending them plain.
+        socket = web.WebSocketResponse(heartbeat=30, compress=False)
         await socket.prepare(request)
         watcher = self.watchers.join()
         self._sockets.add(socket)

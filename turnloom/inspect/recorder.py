@@ -1,13 +1,18 @@
 """What the inspector remembers of each agent: a timeline of its latest turns, and who changed.
 
 `TimelineRecorder` is an engine observer, so it runs inside every turn, and does the least it
-can there: each callback finds the turn's list of events by the turn itself (one dictionary
-lookup), appends a tuple of what it was handed (the engine's own records, not copies) stamped
-with the clock, and notes the agent as changed. Everything else is worked out from those
-tuples only when a page asks: the node an agent is in (`AgentTrack.node_now`), how long a node
-ran or a pause lasted, and the timeline entries themselves (`AgentTrack.timeline`, built once
-for a turn that has ended). A busy engine pays for what a page shows, not for every event it
-could have shown.
+can there: each callback finds the agent's track by the turn itself (one dictionary lookup),
+appends the event's kind, its time and what it was handed (the engine's own records, or a
+tuple of their values) to the track's one flat list, and notes the agent as changed.
+Everything else is worked out from that only when a page asks: the node an agent is in
+(`AgentTrack.node_now`), how long a node ran or a pause lasted, and the timeline entries
+themselves (`AgentTrack.timeline`, built once for a turn that has ended). A busy engine pays
+for what a page shows, not for every event it could have shown.
+
+Flat, because a recorder's cost is as much the memory it holds as the calls it takes: a turn
+leaves no list of its own and no tuple for an event that carries one value (a node's name,
+its exit), so the garbage collector has that much less to walk, and dropping the oldest turn
+frees a few objects, not dozens.
 """
 
 from __future__ import annotations
@@ -24,49 +29,91 @@ from ..engine.turns.results import PauseInfo, ToolCallEvent, TurnResult
 from ..engine.turns.turn import Turn
 
 #: Turns of history kept per agent, and events per turn: a long-running game keeps a bounded
-#: amount whatever its agents do.
+#: amount whatever its agents do. A turn that walks many nodes is cut back, as it goes, to its
+#: first event (the player's message) and its latest ones (from a node's start on): at a node's
+#: start, so the few events that follow one may pass the bound until the next.
 KEPT_TURNS = 8
 KEPT_EVENTS_PER_TURN = 200
 
-Events = deque[tuple[Any, ...]]
+#: Slots of `AgentTrack.events` per event: its kind, its time, what it carries.
+SLOTS = 3
+_CUT_PAST = SLOTS * KEPT_EVENTS_PER_TURN
 
 
 class AgentTrack:
-    """What the inspector recorded of one agent: its latest turns' events."""
+    """What the inspector recorded of one agent: the events of its latest turns, in order.
 
-    __slots__ = ("built", "open_turn", "turns")
+    `events` holds them back to back, `SLOTS` slots each: the kind, the time on the engine
+    clock, and what it carries: turn_started the player's message; node_started the node;
+    node_ended the exit it took (the node is the one started last); the others a tuple of
+    values (see the recorder's callbacks). Slots are counted from the first ever recorded:
+    `dropped` of them went with the turns no longer kept, and `turns` holds each kept turn's
+    id and the count of its first slot."""
+
+    __slots__ = ("built", "dropped", "events", "open_start", "open_turn", "turns")
 
     def __init__(self) -> None:
-        #: The latest turns: (turn id, its events as recorded: (kind, engine-clock time, what
-        #: was handed)), oldest first.
-        self.turns: deque[tuple[int, Events]] = deque(maxlen=KEPT_TURNS)
+        self.events: list[Any] = []
+        #: The kept turns, oldest first: (turn id, count of its first slot).
+        self.turns: deque[tuple[int, int]] = deque()
+        self.dropped = 0
         #: The page's entries of ended turns, by turn id: built once (they get no more events).
         self.built: dict[int, list[dict[str, Any]]] = {}
-        #: The agent's turn being recorded (until it ends).
+        #: The agent's turn being recorded (until it ends), and where in `events` it begins.
         self.open_turn: Turn | None = None
+        self.open_start = 0
+
+    def begin(self, turn_id: int) -> None:
+        """A new turn's events start here (the oldest turn goes when `KEPT_TURNS` are kept)."""
+        turns = self.turns
+        if len(turns) >= KEPT_TURNS:
+            turns.popleft()
+            gone = turns[0][1] - self.dropped
+            del self.events[:gone]
+            self.dropped += gone
+        self.open_start = len(self.events)
+        turns.append((turn_id, self.dropped + self.open_start))
+
+    def cut(self) -> None:
+        """Cut the open turn back to its first event and its latest ones, from a node's start
+        on. (The open turn is the latest: no kept turn begins after it.)"""
+        events = self.events
+        keep = len(events) - SLOTS * (KEPT_EVENTS_PER_TURN // 2)
+        while keep < len(events) and events[keep] != "node_started":
+            keep += SLOTS
+        del events[self.open_start + SLOTS : keep]
+
+    def _bounds(self) -> list[tuple[int, int, int]]:
+        """Each kept turn's id and where its events begin and end in `events`."""
+        starts = [(turn_id, start - self.dropped) for turn_id, start in self.turns]
+        ends = [start for _, start in starts[1:]] + [len(self.events)]
+        return [(turn_id, start, end) for (turn_id, start), end in zip(starts, ends, strict=True)]
 
     def node_now(self) -> tuple[str, str]:
         """(the node the latest turn is in, '' between nodes or after the turn; the last node
         it entered), from its events."""
-        if not self.turns:
-            return "", ""
-        for event in reversed(self.turns[-1][1]):
-            kind = event[0]
+        events, ended = self.events, False
+        first = self.turns[-1][1] - self.dropped if self.turns else len(events)
+        for at in range(len(events) - SLOTS, first - 1, -SLOTS):
+            kind = events[at]
             if kind == "node_started":
-                return event[2], event[2]
+                node = events[at + 2]
+                return ("", node) if ended else (node, node)
             if kind == "node_ended":
-                return "", event[2]
+                ended = True
         return "", ""
 
     def timeline(self, node_type: Callable[[str], str]) -> list[dict[str, Any]]:
         """The kept turns as the page shows them, oldest first: each its id, its final status
         ('' while open) and its entries (`node_type(node)`: the type of a node)."""
-        shown, built = [], {}
-        for turn_id, events in self.turns:
-            status = _status(events)
+        shown, built, events = [], {}, self.events
+        for turn_id, start, end in self._bounds():
+            status = ""
+            if end > start and events[end - SLOTS] == "turn_ended":
+                status = str(events[end - 1][0].value)
             entries = self.built.get(turn_id) if status else None
             if entries is None:
-                entries = _entries(turn_id, events, node_type)
+                entries = _entries(turn_id, events[start:end], node_type)
             if status:
                 built[turn_id] = entries
             shown.append({"turn_id": turn_id, "status": status, "events": entries})
@@ -93,9 +140,9 @@ class TimelineRecorder(TurnObserver):
         self.tracks: dict[int, AgentTrack] = {}
         self.now = now
         self.changed: set[int] = set()
-        #: The events of each turn being recorded, by the turn itself: what every callback
-        #: but a turn's first appends to.
-        self.open: dict[Turn, Events] = {}
+        #: The track of each turn being recorded, by the turn itself: what every callback but
+        #: a turn's first finds its track by.
+        self.open: dict[Turn, AgentTrack] = {}
 
     def track(self, agent_id: int) -> AgentTrack:
         """The agent's track (made on first use)."""
@@ -110,22 +157,25 @@ class TimelineRecorder(TurnObserver):
         if track is not None and track.open_turn is not None:
             self.open.pop(track.open_turn, None)
 
-    def _events(self, agent: Any, turn: Turn) -> Events:
-        """The events of a turn first heard of midway (it began before the recorder was
-        added, or came back paused from a snapshot): the latest turn's if it is that one."""
-        track = self.track(agent.agent_id)
-        if track.open_turn is not None:
+    def _open(self, track: AgentTrack, turn: Turn) -> None:
+        if track.open_turn is not None:  # one that never ended here (let go midway)
             self.open.pop(track.open_turn, None)
-        if track.turns and track.turns[-1][0] == turn.turn_id:
-            events = track.turns[-1][1]
-        else:
-            events = deque(maxlen=KEPT_EVENTS_PER_TURN)
-            track.turns.append((turn.turn_id, events))
-        self.open[turn] = events
+        self.open[turn] = track
         track.open_turn = turn
-        return events
 
-    # Each callback: the turn's events by the turn, one tuple appended, the agent noted.
+    def _midway(self, agent: Any, turn: Turn) -> AgentTrack:
+        """The track of a turn first heard of midway (it began before the recorder was added,
+        or came back paused from a snapshot): its events go on the latest turn's if it is
+        that one."""
+        track = self.track(agent.agent_id)
+        if track.turns and track.turns[-1][0] == turn.turn_id:
+            track.open_start = track.turns[-1][1] - track.dropped
+        else:
+            track.begin(turn.turn_id)
+        self._open(track, turn)
+        return track
+
+    # Each callback: the track by the turn, the kind and what it carries appended, the time.
 
     def agent_added(self, agent: Any) -> None:
         """A new row for the pages."""
@@ -140,38 +190,35 @@ class TimelineRecorder(TurnObserver):
         """Open the turn's timeline with the user's message."""
         agent_id = agent.agent_id
         track = self.tracks.get(agent_id) or self.track(agent_id)
-        events = deque(
-            (("turn_started", self.now(), turn.interaction.user_message),), KEPT_EVENTS_PER_TURN
-        )
-        if track.open_turn is not None:  # one that never ended here (let go midway)
-            self.open.pop(track.open_turn, None)
-        self.open[turn] = events
-        track.open_turn = turn
-        track.turns.append((turn.turn_id, events))
+        track.begin(turn.turn_id)
+        self._open(track, turn)
+        track.events += ("turn_started", self.now(), turn.interaction.user_message)
         self.changed.add(agent_id)
 
     def node_started(self, agent: Any, turn: Turn, node: str) -> None:
         """Light the node."""
-        (self.open.get(turn) or self._events(agent, turn)).append(
-            ("node_started", self.now(), node)
-        )
+        track = self.open.get(turn) or self._midway(agent, turn)
+        events = track.events
+        if len(events) - track.open_start > _CUT_PAST:
+            track.cut()
+        events += ("node_started", self.now(), node)
         self.changed.add(agent.agent_id)
 
     def node_ended(self, agent: Any, turn: Turn, node: str, exit_route: str) -> None:
         """Note the exit the node took."""
-        (self.open.get(turn) or self._events(agent, turn)).append(
-            ("node_ended", self.now(), node, exit_route)
-        )
+        track = self.open.get(turn) or self._midway(agent, turn)
+        track.events += ("node_ended", self.now(), exit_route)
 
     def generation_ended(self, agent: Any, turn: Turn, node: str, record: GenerationRecord) -> None:
         """The generation's tokens and times. Its values, not the record: a record whose prompt
         is still to be counted holds the whole prompt, which the timeline would keep alive for
         turns (and every collection of the garbage collector would walk). So the prompt's
         count is shown when the backend reported it or another observer had it counted."""
-        (self.open.get(turn) or self._events(agent, turn)).append(
+        track = self.open.get(turn) or self._midway(agent, turn)
+        track.events += (
+            "generation",
+            self.now(),
             (
-                "generation",
-                self.now(),
                 node,
                 record.model,
                 record.prompt_tokens_if_counted,
@@ -179,7 +226,7 @@ class TimelineRecorder(TurnObserver):
                 record.seconds_to_first_token,
                 record.seconds,
                 record.error,
-            )
+            ),
         )
 
     # The pause, the call and the result are kept as their values, not as the engine's
@@ -189,56 +236,60 @@ class TimelineRecorder(TurnObserver):
 
     def tool_called(self, agent: Any, turn: Turn, event: ToolCallEvent) -> None:
         """A tool call with its arguments."""
-        (self.open.get(turn) or self._events(agent, turn)).append(
+        track = self.open.get(turn) or self._midway(agent, turn)
+        track.events += (
+            "tool_call",
+            self.now(),
             (
-                "tool_call",
-                self.now(),
                 event.node_name,
                 event.call_id,
                 event.tool_name,
                 event.arguments_json,
                 event.disposition,
-            )
+            ),
         )
 
     def paused(self, agent: Any, turn: Turn, info: PauseInfo) -> None:
         """Where the turn paused, and what a resume must bring."""
         calls = info.pending_calls
-        (self.open.get(turn) or self._events(agent, turn)).append(
+        track = self.open.get(turn) or self._midway(agent, turn)
+        track.events += (
+            "paused",
+            self.now(),
             (
-                "paused",
-                self.now(),
                 info.node_name,
                 info.pending_exit,
                 info.pending_target,
                 info.timeout_ms,
                 tuple([call.call_id for call in calls]) if calls else (),
                 info.awaits_results,
-            )
+            ),
         )
         self.changed.add(agent.agent_id)
 
     def resumed(self, agent: Any, turn: Turn, node_name: str, resume_node: str) -> None:
         """Where the turn goes, and the results sent back (read now: they are the last
         messages of the turn only until it goes on)."""
-        events = self.open.get(turn) or self._events(agent, turn)
-        last = events[-1] if events else None
+        track = self.open.get(turn) or self._midway(agent, turn)
+        events = track.events
         results = None
-        if last is not None and last[0] == "paused" and last[6]:
-            results = tool_results_sent(turn, last[6])
-        events.append(("resumed", self.now(), node_name, resume_node, results))
+        if len(events) > track.open_start and events[-SLOTS] == "paused":
+            calls = events[-1][4]
+            if calls:
+                results = tool_results_sent(turn, calls)
+        events += ("resumed", self.now(), (node_name, resume_node, results))
         self.changed.add(agent.agent_id)
 
     def turn_ended(self, agent: Any, turn: Turn, result: TurnResult) -> None:
         """The final text and status."""
-        events = self.open.pop(turn, None)
-        if events is None:
-            events = self._events(agent, turn)
+        track = self.open.pop(turn, None)
+        if track is None:
+            track = self._midway(agent, turn)
             del self.open[turn]
-        events.append(
+        track.events += (
+            "turn_ended",
+            self.now(),
             (
-                "turn_ended",
-                self.now(),
                 result.status,
                 result.text,
                 result.tokens_generated,
@@ -246,43 +297,36 @@ class TimelineRecorder(TurnObserver):
                 result.error_message,
                 result.pause_count,
                 result.paused_duration_s,
-            )
+            ),
         )
-        agent_id = agent.agent_id
-        track = self.tracks.get(agent_id)
-        if track is not None and track.open_turn is turn:
-            track.open_turn = None
-        self.changed.add(agent_id)
+        track.open_turn = None
+        self.changed.add(agent.agent_id)
 
 
-def _status(events: Events) -> str:
-    """A turn's final status from its events ('' while it is open)."""
-    if events and events[-1][0] == "turn_ended":
-        return str(events[-1][2].value)
-    return ""
-
-
-def _entries(turn_id: int, events: Events, node_type: Callable[[str], str]) -> list[dict[str, Any]]:
-    """A turn's recorded events as the page's timeline shows them, with what follows from
-    them: how long each node ran and each pause lasted."""
+def _entries(
+    turn_id: int, events: list[Any], node_type: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    """A turn's recorded events (`AgentTrack.events`' slots) as the page's timeline shows
+    them, with what follows from them: how long each node ran and each pause lasted."""
     entries = []
+    node = ""  # the node started last: the one a node_ended ends
     node_at: float | None = None
     paused_at: float | None = None
-    for event in events:
-        kind, at = event[0], event[1]
+    for first in range(0, len(events), SLOTS):
+        kind, at, carried = events[first : first + SLOTS]
         entry: dict[str, Any] = {"turn_id": turn_id, "kind": kind, "at": round(at, 6)}
         if kind == "turn_started":
-            entry["message"] = event[2]
+            entry["message"] = carried
         elif kind == "node_started":
-            node_at = at
-            entry.update(node=event[2], node_type=node_type(event[2]))
+            node, node_at = carried, at
+            entry.update(node=node, node_type=node_type(node))
         elif kind == "node_ended":
             seconds = None if node_at is None else at - node_at
-            entry.update(node=event[2], exit_route=event[3], seconds=seconds)
+            entry.update(node=node, exit_route=carried, seconds=seconds)
         elif kind == "generation":
-            node, model, prompt_tokens, tokens, first_token, seconds, error = event[2:]
+            at_node, model, prompt_tokens, tokens, first_token, seconds, error = carried
             entry.update(
-                node=node,
+                node=at_node,
                 model=model,
                 prompt_tokens=prompt_tokens,
                 tokens=tokens,
@@ -291,15 +335,19 @@ def _entries(turn_id: int, events: Events, node_type: Callable[[str], str]) -> l
                 error=error,
             )
         elif kind == "tool_call":
-            node, call_id, tool, arguments, disposition = event[2:]
+            at_node, call_id, tool, arguments, disposition = carried
             entry.update(
-                node=node, call_id=call_id, tool=tool, arguments=arguments, disposition=disposition
+                node=at_node,
+                call_id=call_id,
+                tool=tool,
+                arguments=arguments,
+                disposition=disposition,
             )
         elif kind == "paused":
             paused_at = at
-            node, pending_exit, pending_target, timeout_ms, calls, awaits = event[2:]
+            at_node, pending_exit, pending_target, timeout_ms, calls, awaits = carried
             entry.update(
-                node=node,
+                node=at_node,
                 pending_exit=pending_exit,
                 pending_target=pending_target,
                 timeout_ms=timeout_ms,
@@ -309,14 +357,15 @@ def _entries(turn_id: int, events: Events, node_type: Callable[[str], str]) -> l
         elif kind == "resumed":
             paused_for = None if paused_at is None else at - paused_at
             paused_at = None
+            at_node, resume_node, results = carried
             entry.update(
-                node=event[2],
-                resume_node=event[3],
+                node=at_node,
+                resume_node=resume_node,
                 paused_seconds=paused_for,
-                results=event[4] or {},
+                results=results or {},
             )
         elif kind == "turn_ended":
-            status, text, tokens, error_code, error_message, pauses, paused_s = event[2:]
+            status, text, tokens, error_code, error_message, pauses, paused_s = carried
             entry.update(
                 status=status.value,
                 text=text,

@@ -17,7 +17,7 @@ from ..support.logs import get_logger
 from .exchanges import result_message, timeout_result
 from .node_run import INLINE_NODES, TurnOwner, run_node, run_node_inline
 from .nodes import NodeOutcome
-from .observers import tell
+from .observers import call_hooks, observer_failed
 from .results import (
     MaxStepsExceeded,
     PauseInfo,
@@ -43,8 +43,12 @@ _STATUS_OF_STATE = {
 def start(agent: TurnOwner, turn: Turn, inline: bool = False) -> None:
     """Start `turn` at the graph's start node (`inline`: see `_launch`)."""
     fire(turn, Trigger.START)
-    if agent.runtime.observers.turn_started:
-        tell(agent.runtime.observers, "turn_started", agent, turn)
+    if hooks := agent.runtime.observers.turn_started:
+        for hook in hooks:
+            try:
+                hook(agent, turn)
+            except Exception:
+                observer_failed(hook, "turn_started")
     if log.debug_on():
         log.debug(
             "turn.started",
@@ -97,8 +101,12 @@ async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
                     return
             params = agent.params[node]
             started = time.perf_counter() if turn.debug_nodes is not None else 0.0
-            if agent.runtime.observers.node_started:
-                tell(agent.runtime.observers, "node_started", agent, turn, node)
+            if hooks := agent.runtime.observers.node_started:
+                for hook in hooks:
+                    try:
+                        hook(agent, turn, node)
+                    except Exception:
+                        observer_failed(hook, "node_started")
             outcome = await run_node(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
             if next_node is None:
@@ -128,8 +136,12 @@ def _walk_inline(agent: TurnOwner, turn: Turn, node: str) -> str | None:
                 return node
             _count_step(agent, turn, node)
             started = time.perf_counter() if turn.debug_nodes is not None else 0.0
-            if agent.runtime.observers.node_started:
-                tell(agent.runtime.observers, "node_started", agent, turn, node)
+            if hooks := agent.runtime.observers.node_started:
+                for hook in hooks:
+                    try:
+                        hook(agent, turn, node)
+                    except Exception:
+                        observer_failed(hook, "node_started")
             outcome = run_node_inline(agent, turn, node, params)
             next_node = _after_node(agent, turn, node, params, outcome, started)
             if next_node is None:
@@ -157,8 +169,12 @@ def _after_node(
     stops here (the turn paused, or was ended from a callback while the node ran)."""
     if turn.state is not TurnState.RUNNING:
         return None
-    if agent.runtime.observers.node_ended:
-        tell(agent.runtime.observers, "node_ended", agent, turn, node, outcome.exit_route)
+    if hooks := agent.runtime.observers.node_ended:
+        for hook in hooks:
+            try:
+                hook(agent, turn, node, outcome.exit_route)
+            except Exception:
+                observer_failed(hook, "node_ended")
     debug_index = None
     if turn.debug_nodes is not None:
         entry: dict[str, Any] = {
@@ -220,8 +236,12 @@ def _pause(
             pending_exit=route,
             timeout_ms=timeout_ms,
         )
-    if engine.observers.paused:
-        tell(engine.observers, "paused", agent, turn, info)
+    if hooks := engine.observers.paused:
+        for hook in hooks:
+            try:
+                hook(agent, turn, info)
+            except Exception:
+                observer_failed(hook, "paused")
     agent.notify("on_paused", info, bool(turn.waiters))
     if turn.pause is not None and turn.pause.seq == turn.pause_seq:
         # Still parked (not resumed at once by registered tools): the waiters get the pause.
@@ -269,8 +289,12 @@ def resume(
             resume_node=resume_node,
             next_node=target,
         )
-    if agent.runtime.observers.resumed:
-        tell(agent.runtime.observers, "resumed", agent, turn, pause.info.node_name, resume_node)
+    if hooks := agent.runtime.observers.resumed:
+        for hook in hooks:
+            try:
+                hook(agent, turn, pause.info.node_name, resume_node)
+            except Exception:
+                observer_failed(hook, "resumed")
     agent.notify("on_resumed", pause.info.node_name, resume_node)
     if not inline:
         turn.task = agent.runtime.loop.create_task(_continue(agent, turn, target))
@@ -302,9 +326,9 @@ def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
         timeout_exit=pause.timeout_target,
     )
     if turn.state is TurnState.RESUMING:
-        if agent.runtime.observers.resumed:
-            tell(
-                agent.runtime.observers,
+        if hooks := agent.runtime.observers.resumed:
+            call_hooks(
+                hooks,
                 "resumed",
                 agent,
                 turn,
@@ -369,6 +393,10 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
             status=status.value,
             error_code=result.error_code,
         )
-    if agent.runtime.observers.turn_ended:
-        tell(agent.runtime.observers, "turn_ended", agent, turn, result)
+    if hooks := agent.runtime.observers.turn_ended:
+        for hook in hooks:
+            try:
+                hook(agent, turn, result)
+            except Exception:
+                observer_failed(hook, "turn_ended")
     agent.turn_completed(turn, result)

@@ -16,11 +16,11 @@ from typing import Any, Protocol, cast
 from ...states import TurnState
 from ..graph.builder import CompiledGraph
 from ..graph.params import CannedResponseParams, NodeParams, PauseParams
-from ..inference.base import ModelBackend
+from ..inference.base import GenerationProgress, ModelBackend
 from ..support.clock import Clock
 from .dialog.projection import Interaction
 from .nodes import RUNNERS, NodeOutcome
-from .observers import GenerationWatch, tell
+from .observers import GenerationWatch, call_hooks
 from .results import InferenceFailed, ToolCallEvent, TurnFailure, TurnResult
 from .runtime import GenerationMeter, Runtime
 from .turn import Turn
@@ -115,15 +115,17 @@ class _NodeContext:
 
     def emit_tool_call(self, event: ToolCallEvent) -> None:
         if self.turn.state is TurnState.RUNNING:
-            if self.agent.runtime.observers.tool_called:
-                tell(self.agent.runtime.observers, "tool_called", self.agent, self.turn, event)
+            if hooks := self.agent.runtime.observers.tool_called:
+                call_hooks(hooks, "tool_called", self.agent, self.turn, event)
             self.agent.notify("on_tool_call", event)
 
-    def generation_watch(self) -> GenerationWatch | None:
+    def generation_watch(self, progress: GenerationProgress) -> GenerationWatch | None:
         observers = self.agent.runtime.observers
         if not observers.generation_ended:
             return None  # nobody would read the record: nothing to time
-        return GenerationWatch(observers, self.agent, self.turn, self.node_name)
+        return GenerationWatch(
+            observers, self.agent, self.turn, self.node_name, progress, self.add_tokens
+        )
 
     def node_state(self) -> dict[str, Any]:
         if self.agent.node_state is None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Self, SupportsIndex
 from ..support.logs import get_logger
 
 if TYPE_CHECKING:
+    from ..inference.base import GenerationProgress
     from .results import PauseInfo, ToolCallEvent, TurnResult
     from .turn import Turn
 
@@ -288,47 +289,78 @@ def tell(observers: Sequence[TurnObserver], method: str, *args: Any) -> None:
         hooks = observers.by_hook[method]  # type: ignore[attr-defined]
     except AttributeError:  # a plain sequence of observers, resolved now
         hooks = tuple(getattr(o, method) for o in observers if method in implemented_hooks(o))
+    call_hooks(hooks, method, *args)
+
+
+def call_hooks(hooks: Hooks, method: str, *args: Any) -> None:
+    """Call each of `hooks` (one hook's bound methods, as `ObserverList` resolves them) with
+    `args`; one that raises is logged and the others still run. (The turn's own hooks are
+    called in place, each with its arguments spelled out: a call through `*args` costs a
+    level of the interpreter's C stack, which a turn with an inspector pays at every event.)"""
     for hook in hooks:
         try:
             hook(*args)
         except Exception:
-            owner = getattr(hook, "__self__", hook)
-            log.exception("observer.failed", observer=type(owner).__name__, callback=method)
+            observer_failed(hook, method)
+
+
+def observer_failed(hook: Callable[..., None], method: str) -> None:
+    """Log that the observer `hook` belongs to raised in `method` (called in its `except`)."""
+    owner = getattr(hook, "__self__", hook)
+    log.exception("observer.failed", observer=type(owner).__name__, callback=method)
 
 
 class GenerationWatch:
     """Times one generation for the observers that implement `generation_ended`: made only
-    when there are some, and tells them itself when it ends."""
+    when there are some, as the generation starts; it listens to the generation's `progress`
+    until the first token (then hands it to the turn's counter `count` itself, so later
+    tokens cost nothing more), and tells the observers the record when it ends.
 
-    __slots__ = ("agent", "first_token_at", "node", "observers", "started", "turn")
+    A turn with an inspector makes one per generation, so it is built for few calls: one to
+    make it, one at the first token, one at the end."""
 
-    def __init__(self, observers: ObserverList, agent: Any, turn: Turn, node: str) -> None:
+    __slots__ = (
+        "agent",
+        "count",
+        "first_token_at",
+        "node",
+        "observers",
+        "progress",
+        "started",
+        "turn",
+    )
+
+    def __init__(
+        self,
+        observers: ObserverList,
+        agent: Any,
+        turn: Turn,
+        node: str,
+        progress: GenerationProgress,
+        count: Callable[[int], None],
+    ) -> None:
         self.observers, self.agent, self.turn, self.node = observers, agent, turn, node
-        self.started = time.perf_counter()
+        self.progress, self.count = progress, count
         self.first_token_at: float | None = None
+        progress.listener = self._first
+        self.started = time.perf_counter()
 
-    def counting(self, count: Callable[[int], None]) -> Callable[[int], None]:
-        """`count` (the turn's token counter), noting when the first token came."""
-
-        def relay(tokens: int) -> None:
-            if self.first_token_at is None:
-                self.first_token_at = time.perf_counter()
-            count(tokens)
-
-        return relay
+    def _first(self, tokens: int) -> None:
+        self.first_token_at = time.perf_counter()
+        self.progress.listener = count = self.count
+        count(tokens)
 
     def ended(
         self,
         model: str,
-        *,
         prompt_tokens: int | Callable[[], int],
         tokens: int,
         max_tokens: int,
         temperature: float,
-        error: str = "",
+        error: str,
     ) -> None:
         """Tell the observers the generation's record (`prompt_tokens` may be a count made
-        when read)."""
+        when read; `error` why it did not finish, or "")."""
         now = time.perf_counter()
         first = self.first_token_at
         if first is None and tokens and not error:  # a backend that reports no progress
@@ -343,7 +375,12 @@ class GenerationWatch:
             temperature,
             error,
         )
-        tell(self.observers, "generation_ended", self.agent, self.turn, self.node, record)
+        agent, turn, node = self.agent, self.turn, self.node
+        for hook in self.observers.generation_ended:
+            try:
+                hook(agent, turn, node, record)
+            except Exception:
+                observer_failed(hook, "generation_ended")
 
 
 def tool_results_sent(turn: Turn, call_ids: Iterable[str]) -> dict[str, str]:

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...graph.params import NodeParams
-from ...inference.base import GenerationRequest, GenerationResult, ModelBackend
+from ...inference.base import (
+    GenerationProgress,
+    GenerationRequest,
+    GenerationResult,
+    ModelBackend,
+)
 from ...support.clock import Clock
 from ..dialog.projection import Interaction
 from ..observers import GenerationWatch
@@ -94,8 +99,9 @@ class NodeContext(Protocol):
         """Per-agent scratch state of this node (survives across turns)."""
         ...
 
-    def generation_watch(self) -> GenerationWatch | None:
-        """A timer of one generation for the engine's observers (None: it has none)."""
+    def generation_watch(self, progress: GenerationProgress) -> GenerationWatch | None:
+        """A timer of one generation for the engine's observers, listening to its `progress`
+        (which then counts its tokens into the turn through it); None: there are none."""
         ...
 
 
@@ -118,8 +124,9 @@ async def generate_within_budget(
     meter = ctx.meter
     if meter is not None:
         meter.admit(ctx.agent_id)
-    watch = ctx.generation_watch()
-    progress.listener = ctx.add_tokens if watch is None else watch.counting(ctx.add_tokens)
+    watch = ctx.generation_watch(progress)
+    if watch is None:
+        progress.listener = ctx.add_tokens
     try:
         result = await _generate_within_budget(ctx, backend, request, on_delta)
     except BaseException as exc:
@@ -147,22 +154,24 @@ def _watch_ended(
     failure: BaseException | None,
 ) -> None:
     error = ""
-    if isinstance(failure, asyncio.CancelledError):
+    if failure is None:
+        pass
+    elif isinstance(failure, asyncio.CancelledError):
         error = "cancelled"
     elif isinstance(failure, InferenceTimeout):
         error = "timeout"
-    elif failure is not None:
+    else:
         error = f"{type(failure).__name__}: {failure}"
     sampling = request.sampling
     watch.ended(
         backend.name,
         # A backend whose result does not say, but that counts at once: counted when an
         # observer reads it (a prompt's count costs as much as rendering it).
-        prompt_tokens=prompt_tokens or (lambda: _count_now(backend, request)),
-        tokens=tokens,
-        max_tokens=sampling.max_tokens,
-        temperature=sampling.temperature,
-        error=error,
+        prompt_tokens or (lambda: _count_now(backend, request)),
+        tokens,
+        sampling.max_tokens,
+        sampling.temperature,
+        error,
     )
 
 

@@ -195,8 +195,10 @@ class DurableAgentCore(AgentCore):
     ) -> None:
         """The pause is stored: tell the host, then settle the waiters as the executor's
         `_pause` does (unless the host's callback resumed it at once: registered tools)."""
-        step = Step(pause=args[0])
+        # The step is made only for waiters: a server's turns have none (its frames tell).
+        step = None
         if waiters:
+            step = Step(pause=args[0])
             pause = turn.pause
             if pause is not None and pause.seq == seq:  # still parked there
                 turn.waiters = waiters + (turn.waiters or [])
@@ -208,8 +210,8 @@ class DurableAgentCore(AgentCore):
             self.saved_at_rest()
         AgentCore.notify(self, "on_paused", *args)
         pause = turn.pause
-        if pause is not None and pause.seq == seq:
-            turn.settle_waiters(step)
+        if turn.waiters and pause is not None and pause.seq == seq:
+            turn.settle_waiters(step or Step(pause=args[0]))
 
     def turn_completed(self, turn: Turn, result: TurnResult) -> None:
         """Book the completion, queue the snapshot, and tell the host once it is written (as
@@ -235,11 +237,14 @@ class DurableAgentCore(AgentCore):
             self.saved_at_rest()
         AgentCore.notify(self, "on_answer_text", result.text, False, True)
         AgentCore.notify(self, "on_turn_complete", result)
-        step = Step(result=result)
-        turn.settle_waiters(step)
         idle = self.turn
-        if idle is not turn and idle.waiters and idle.state is TurnState.IDLE:
-            idle.settle_waiters(step)  # `wait` calls made while the write was on its way
+        # The step is made only for waiters: a server's turns have none (its frames tell).
+        settle_idle = idle is not turn and idle.waiters and idle.state is TurnState.IDLE
+        if turn.waiters or settle_idle:
+            step = Step(result=result)
+            turn.settle_waiters(step)
+            if settle_idle:
+                idle.settle_waiters(step)  # `wait` calls made while the write was on its way
 
     def wait(self) -> Step | None:
         """As `AgentCore.wait`, but None (wait) while the agent's last rest is on its way to

@@ -41,17 +41,30 @@ Tail = tuple[tuple[int, bytes], ...]
 class StoredDialog:
     """What a store that keeps the dialog apart holds of one agent's dialog after a write:
     the dialog list it was taken from, how many interactions, the last of them (and its
-    number of messages), its sealed parts and its tail."""
+    number of messages), its sealed parts and its tail (and the tail's messages: how many, and
+    packed back to back, so that a turn joining it packs only itself)."""
 
-    __slots__ = ("count", "dialog", "last", "last_size", "sealed", "tail")
+    __slots__ = ("count", "dialog", "last", "last_size", "sealed", "tail", "tail_body", "tail_size")
 
-    def __init__(self, dialog: list[Interaction], sealed: tuple[Sealed, ...], tail: Tail) -> None:
+    def __init__(
+        self,
+        dialog: list[Interaction],
+        sealed: tuple[Sealed, ...],
+        tail: Tail,
+        tail_size: int | None = None,
+        tail_body: bytes = b"",
+    ) -> None:
         self.dialog = dialog
         self.count = len(dialog)
         self.last = dialog[-1]
         self.last_size = len(self.last.messages)
         self.sealed = sealed
         self.tail = tail
+        if tail_size is None:
+            tail_size = sum(messages for messages, _ in tail)
+            tail_body = b"".join(packed for _, packed in tail)
+        self.tail_size = tail_size
+        self.tail_body = tail_body
 
     @property
     def parts(self) -> int:
@@ -82,8 +95,19 @@ def split_snapshot(
     if not dialog:
         return SplitWrite(head.pack(agent, [])), None
     if stored is not None and stored.starts(dialog):
-        if len(dialog) == stored.count:  # nothing joined since: the head alone
+        joined = len(dialog) - stored.count
+        if not joined:  # nothing joined since: the head alone
             return SplitWrite(head.pack(agent, stored.parts), None), stored
+        if joined == 1 and len(stored.tail) < TAIL_TURNS - 1:
+            # The common completion: one turn joins a tail that stays a tail, the one part
+            # written (what the general case below does, in fewer steps).
+            messages, packed = entry = _interaction(dialog[-1])
+            size, body = stored.tail_size + messages, stored.tail_body + packed
+            kept = stored.sealed
+            after = StoredDialog(dialog, kept, (*stored.tail, entry), size, body)
+            part = _PACKER.pack_array_header(size) + body
+            head_bytes = head.pack(agent, len(kept) + 1)
+            return SplitWrite(head_bytes, len(kept), (part,), True), after
         sealed = list(stored.sealed)
         tail = [*stored.tail, *map(_interaction, dialog[stored.count :])]
         base = len(sealed)  # the parts before it stay as they are
@@ -121,8 +145,9 @@ def split_snapshot(
 def _interaction(interaction: Interaction) -> tuple[int, bytes]:
     """One interaction's messages: how many, and packed back to back."""
     messages = dialog_to_messages((interaction,), copied=False)
-    packed = _PACKER.pack(messages)
-    return len(messages), packed[len(_PACKER.pack_array_header(len(messages))) :]
+    count = len(messages)
+    # Packed as an array, its header cut off: 1 byte below 16 items, else 3 (or 5).
+    return count, _PACKER.pack(messages)[1 if count < 16 else 3 if count < 0x10000 else 5 :]
 
 
 def _sealed(interactions: list[Interaction]) -> tuple[int, int, bytes]:

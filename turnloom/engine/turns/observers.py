@@ -15,11 +15,13 @@ the hooks it implements (overrides): the list resolves which, once, when it chan
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self, SupportsIndex
 
 from ..support.logs import get_logger
+from .results import InferenceTimeout
 
 if TYPE_CHECKING:
     from ..inference.base import GenerationProgress
@@ -357,10 +359,11 @@ class GenerationWatch:
         tokens: int,
         max_tokens: int,
         temperature: float,
-        error: str,
+        failure: BaseException | None,
     ) -> None:
         """Tell the observers the generation's record (`prompt_tokens` may be a count made
-        when read; `error` why it did not finish, or "")."""
+        when read; `failure` what ended it early, None if it finished)."""
+        error = "" if failure is None else _why_not_finished(failure)
         now = time.perf_counter()
         first = self.first_token_at
         if first is None and tokens and not error:  # a backend that reports no progress
@@ -381,6 +384,15 @@ class GenerationWatch:
                 hook(agent, turn, node, record)
             except Exception:
                 observer_failed(hook, "generation_ended")
+
+
+def _why_not_finished(failure: BaseException) -> str:
+    """A generation record's `error` for what ended the generation early."""
+    if isinstance(failure, asyncio.CancelledError):
+        return "cancelled"
+    if isinstance(failure, InferenceTimeout):
+        return "timeout"
+    return f"{type(failure).__name__}: {failure}"
 
 
 def tool_results_sent(turn: Turn, call_ids: Iterable[str]) -> dict[str, str]:

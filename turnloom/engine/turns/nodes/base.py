@@ -6,6 +6,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from ...graph.params import NodeParams
@@ -133,7 +134,10 @@ async def generate_within_budget(
         if meter is not None:  # cancelled or failed: what it produced was still spent
             meter.charge(ctx.agent_id, progress.tokens - before)
         if watch is not None:
-            _watch_ended(watch, backend, request, 0, progress.tokens - before, exc)
+            sampling = request.sampling
+            tokens = progress.tokens - before
+            count = partial(_count_now, backend, request)
+            watch.ended(backend.name, count, tokens, sampling.max_tokens, sampling.temperature, exc)
         raise
     finally:
         progress.listener = None
@@ -141,38 +145,14 @@ async def generate_within_budget(
         meter.charge(ctx.agent_id, max(result.tokens, progress.tokens - before))
     ctx.add_tokens(before - progress.tokens)
     if watch is not None:
-        _watch_ended(watch, backend, request, result.prompt_tokens, result.tokens, None)
-    return result
-
-
-def _watch_ended(
-    watch: GenerationWatch,
-    backend: ModelBackend,
-    request: GenerationRequest,
-    prompt_tokens: int,
-    tokens: int,
-    failure: BaseException | None,
-) -> None:
-    error = ""
-    if failure is None:
-        pass
-    elif isinstance(failure, asyncio.CancelledError):
-        error = "cancelled"
-    elif isinstance(failure, InferenceTimeout):
-        error = "timeout"
-    else:
-        error = f"{type(failure).__name__}: {failure}"
-    sampling = request.sampling
-    watch.ended(
-        backend.name,
+        sampling = request.sampling
         # A backend whose result does not say, but that counts at once: counted when an
         # observer reads it (a prompt's count costs as much as rendering it).
-        prompt_tokens or (lambda: _count_now(backend, request)),
-        tokens,
-        sampling.max_tokens,
-        sampling.temperature,
-        error,
-    )
+        prompt = result.prompt_tokens or partial(_count_now, backend, request)
+        watch.ended(
+            backend.name, prompt, result.tokens, sampling.max_tokens, sampling.temperature, None
+        )
+    return result
 
 
 def _count_now(backend: ModelBackend, request: GenerationRequest) -> int:

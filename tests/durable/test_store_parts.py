@@ -17,8 +17,9 @@ import pytest
 import turnloom as tl
 from tests.durable import scenario
 from turnloom.engine.durable.dialog_parts import TAIL_TURNS
+from turnloom.engine.durable.head import HeadPacker
 from turnloom.engine.durable.restore import read_snapshot
-from turnloom.engine.durable.snapshot import HeadPacker, head_document, pack
+from turnloom.engine.durable.snapshot import head_document, pack
 from turnloom.engine.durable.store import SQLiteStore, open_store
 from turnloom.engine.durable.store.parts import SplitWrite, assemble, parts_marker
 from turnloom.engine.durable.store.redis import RedisStore

@@ -39,8 +39,9 @@ from ..turns.agent import KEPT_STATUSES, AgentCore
 from ..turns.results import Step, TurnResult
 from ..turns.turn import Turn
 from .dialog_parts import StoredDialog, split_snapshot
+from .head import HeadPacker
 from .packed_dialog import PackedDialog, packed_snapshot
-from .snapshot import HeadPacker, absolute_offset, pause_deadline
+from .snapshot import absolute_offset, pause_deadline
 from .store.base import Store
 from .store.write_queue import WriteQueue, write_queue
 

@@ -24,7 +24,7 @@ import msgpack
 from ..turns.agent import AgentCore
 from ..turns.dialog.messages import dialog_to_messages
 from ..turns.dialog.projection import Interaction
-from .snapshot import HeadPacker
+from .head import HeadPacker
 from .store.parts import SplitWrite
 
 _PACKER = msgpack.Packer(use_bin_type=True)

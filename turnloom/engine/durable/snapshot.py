@@ -64,7 +64,7 @@ from ..graph.fields import params_to_mapping
 from ..graph.versions import graph_fingerprint
 from ..support.clock import Clock, VirtualClock
 from ..turns.dialog.messages import dialog_to_messages
-from ..turns.results import ToolCallEvent, TurnResult
+from ..turns.results import ToolCallEvent
 from ..turns.turn import Turn
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ def _constant(agent: AgentCore) -> dict[str, Any]:
 
 
 def _settled(agent: AgentCore) -> dict[str, Any]:
-    """The entries after the constant ones that change only now and then (`HeadPacker`)."""
+    """The entries after the constant ones that change only now and then (`head.HeadPacker`)."""
     options: dict[str, Any] = {
         "enable_diagnostics": agent.enable_diagnostics,
         "max_steps_per_turn": agent.max_steps,
@@ -282,123 +282,6 @@ def _latest(agent: AgentCore, dialog: Any) -> dict[str, Any]:
 
 def _changing(agent: AgentCore, dialog: Any) -> dict[str, Any]:
     return {**_settled(agent), **_latest(agent, dialog)}
-
-
-class HeadPacker:
-    """Packs one agent's `head_document` again and again, what did not change since the last
-    time not packed again.
-
-    A map's packed form is its header then its entries back to back, so the document is the
-    header of the whole count, then three runs of entries: the constant ones (`_constant`:
-    packed again only for another graph or other tags), the settled ones (`_settled`: packed
-    again when one of them may have changed: options, call counter, last result, or an agent
-    whose params, node state or random source are in use, which are checked no further), and
-    the latest ones (`_latest`), packed every time. An agent whose params, node state and
-    random source are not in use (most) has its settled entries put together from pieces
-    packed once (its options) and the two that change (the call counter, the last result).
-    Byte for byte `pack(head_document(...))`."""
-
-    __slots__ = (
-        "_constant",
-        "_count",
-        "_graph",
-        "_key",
-        "_options",
-        "_options_key",
-        "_result",
-        "_settled",
-        "_tags",
-    )
-
-    def __init__(self) -> None:
-        self._graph: CompiledGraph | None = None
-        self._tags: dict[str, str] = {}
-        self._constant = b""
-        self._count = 0
-        self._key: tuple[Any, ...] | None = None
-        self._result: TurnResult | None = None
-        self._settled = b""
-        self._options_key: tuple[Any, ...] | None = None
-        self._options = b""
-
-    def pack(self, agent: AgentCore, dialog: Any) -> bytes:
-        """The packed `head_document(agent, dialog)`."""
-        if agent.graph is not self._graph or agent.tags != self._tags:
-            constant = _constant(agent)
-            # The entries without their map's header (1 byte: fewer than 16 of them).
-            self._constant = _PACKER.pack(constant)[1:]
-            self._count = len(constant) + _SETTLED
-            self._graph, self._tags = agent.graph, constant["tags"]
-        result = agent.last_result
-        key = (agent.call_seq, agent.enable_diagnostics, agent.max_steps, agent.input_policy)
-        # Params changed in place, node state and a random source are not compared: an agent
-        # that has any is packed anew every time. The last result is compared by identity.
-        plain = agent.params is agent.graph.nodes and not agent.node_state
-        if plain and agent.peek_rng() is not None:
-            plain = False
-        if key != self._key or result is not self._result or not plain:
-            if plain:
-                self._settled = self._plain_settled(agent, key, result)
-                self._key, self._result = key, result
-            else:
-                self._settled = _PACKER.pack(_settled(agent))[1:]
-                self._key = self._result = None
-        count, latest = _latest_entries(agent, dialog)
-        header = _PACKER.pack_map_header(self._count + count)
-        return b"".join((header, self._constant, self._settled, latest))
-
-    def _plain_settled(self, agent: AgentCore, key: tuple[Any, ...], result: Any) -> bytes:
-        """`_settled` packed for an agent whose params, node state and random source are not in
-        use: its options (and empty params) as packed the last time they were the same."""
-        options_key = key[1:]
-        if options_key != self._options_key:
-            entries = _settled(agent)
-            self._options = _PACKER.pack({"options": entries["options"], "params": {}})[1:]
-            self._options_key = options_key
-        return b"".join(
-            (
-                self._options,
-                _CALL_SEQ,
-                _PACKER.pack(agent.call_seq),
-                _UNUSED_STATE,
-                _LAST_RESULT,
-                _NONE if result is None else _PACKER.pack(result.as_fields()),
-                _CLOCK_ENTRIES[clock_kind(agent.runtime.clock)],
-            )
-        )
-
-
-#: The packed pieces of a plain agent's settled entries (`HeadPacker._plain_settled`).
-_CALL_SEQ = _PACKER.pack("call_seq")
-_UNUSED_STATE = _PACKER.pack({"node_state": {}, "rng_state": None})[1:]
-_LAST_RESULT = _PACKER.pack("last_result")
-_NONE = _PACKER.pack(None)
-_CLOCK_ENTRIES = {kind: _PACKER.pack({"clock": kind})[1:] for kind in ("virtual", "wall")}
-_SAVED_AT = _PACKER.pack("saved_at")
-_TURN = _PACKER.pack("turn")
-_AT_REST = _TURN + _NONE  # "turn": null, an idle agent's
-_DIALOG = _PACKER.pack("dialog")
-
-
-def _latest_entries(agent: AgentCore, dialog: Any) -> tuple[int, bytes]:
-    """`_latest`'s entries packed (without their map's header), and how many: for an agent
-    with no lineage and no queue (every pause's and completion's write, as a rule) from packed
-    pieces rather than a map packed whole."""
-    if agent.lineage or agent.queue:
-        latest = _latest(agent, dialog)
-        assert len(latest) < 16  # a fixmap: its header is its first byte
-        return len(latest), _PACKER.pack(latest)[1:]
-    clock = agent.runtime.clock
-    now = clock.now()
-    # `absolute_offset`, from the one reading of the clock that `saved_at` also takes.
-    offset = 0.0 if isinstance(clock, VirtualClock) else time.time() - now
-    turn = agent.turn
-    at = _AT_REST if turn.pause is None else _TURN + _PACKER.pack(_paused_turn(turn, offset))
-    return 3, b"".join((_SAVED_AT, _PACKER.pack(now + offset), at, _DIALOG, _PACKER.pack(dialog)))
-
-
-#: How many entries `_settled` has.
-_SETTLED = 7
 
 
 def take_snapshot(agent: AgentCore) -> AgentSnapshot:

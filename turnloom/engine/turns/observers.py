@@ -296,9 +296,7 @@ def tell(observers: Sequence[TurnObserver], method: str, *args: Any) -> None:
 
 def call_hooks(hooks: Hooks, method: str, *args: Any) -> None:
     """Call each of `hooks` (one hook's bound methods, as `ObserverList` resolves them) with
-    `args`; one that raises is logged and the others still run. (The turn's own hooks are
-    called in place, each with its arguments spelled out: a call through `*args` costs a
-    level of the interpreter's C stack, which a turn with an inspector pays at every event.)"""
+    `args`; one that raises is logged and the others still run."""
     for hook in hooks:
         try:
             hook(*args)
@@ -316,21 +314,9 @@ class GenerationWatch:
     """Times one generation for the observers that implement `generation_ended`: made only
     when there are some, as the generation starts; it listens to the generation's `progress`
     until the first token (then hands it to the turn's counter `count` itself, so later
-    tokens cost nothing more), and tells the observers the record when it ends.
+    tokens cost nothing more), and tells the observers the record when it ends."""
 
-    A turn with an inspector makes one per generation, so it is built for few calls: one to
-    make it, one at the first token, one at the end."""
-
-    __slots__ = (
-        "agent",
-        "count",
-        "first_token_at",
-        "node",
-        "observers",
-        "progress",
-        "started",
-        "turn",
-    )
+    __slots__ = ("count", "first_token_at", "observers", "progress", "started", "told")
 
     def __init__(
         self,
@@ -341,7 +327,7 @@ class GenerationWatch:
         progress: GenerationProgress,
         count: Callable[[int], None],
     ) -> None:
-        self.observers, self.agent, self.turn, self.node = observers, agent, turn, node
+        self.observers, self.told = observers, (agent, turn, node)
         self.progress, self.count = progress, count
         self.first_token_at: float | None = None
         progress.listener = self._first
@@ -378,7 +364,7 @@ class GenerationWatch:
             temperature,
             error,
         )
-        agent, turn, node = self.agent, self.turn, self.node
+        agent, turn, node = self.told
         for hook in self.observers.generation_ended:
             try:
                 hook(agent, turn, node, record)

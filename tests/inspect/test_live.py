@@ -6,6 +6,7 @@ leaves out its graph, params and the ended turns the page already has."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
@@ -301,7 +302,7 @@ def test_a_turn_that_walks_many_nodes_keeps_its_message_and_latest_events() -> N
             walked = [event["node"] for event in events if event["kind"] == "node_started"]
             ended = [event["node"] for event in events if event["kind"] == "node_ended"]
             assert len(walked) > recorder.KEPT_EVENTS_PER_TURN // 5
-            assert all(a != b for a, b in zip(walked, walked[1:], strict=False))
+            assert all(a != b for a, b in itertools.pairwise(walked))
             assert ended == walked[: len(ended)] and len(walked) - len(ended) <= 1
             assert walked[-1] == ("ping" if 500 % 2 else "pong")
             await inspector.close()

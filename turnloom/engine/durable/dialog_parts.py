@@ -19,6 +19,8 @@ together is byte for byte what `take_snapshot` gives (the tests compare them).
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgpack
 
 from ..turns.agent import AgentCore
@@ -145,13 +147,17 @@ def split_snapshot(
 def _interaction(interaction: Interaction) -> tuple[int, bytes]:
     """One interaction's messages: how many, and packed back to back."""
     messages = dialog_to_messages((interaction,), copied=False)
-    count = len(messages)
-    # Packed as an array, its header cut off: 1 byte below 16 items, else 3 (or 5).
-    return count, _PACKER.pack(messages)[1 if count < 16 else 3 if count < 0x10000 else 5 :]
+    return len(messages), _packed_body(messages)
 
 
 def _sealed(interactions: list[Interaction]) -> tuple[int, int, bytes]:
     """Interactions as one sealed part, packed in one call."""
     messages = dialog_to_messages(interactions, copied=False)
-    packed = _PACKER.pack(messages)
-    return len(interactions), len(messages), packed[len(_PACKER.pack_array_header(len(messages))) :]
+    return len(interactions), len(messages), _packed_body(messages)
+
+
+def _packed_body(messages: list[Any]) -> bytes:
+    """`messages` packed back to back: packed as an array, its header cut off (1 byte below
+    16 items, else 3, or 5 from 65,536)."""
+    count = len(messages)
+    return _PACKER.pack(messages)[1 if count < 16 else 3 if count < 0x10000 else 5 :]

@@ -8,15 +8,13 @@ Byte for byte `snapshot.pack(snapshot.head_document(...))`: the entries and thei
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from ..graph.builder import CompiledGraph
-from ..support.clock import VirtualClock
 from ..turns.results import TurnResult
-from .snapshot import _constant, _latest, _paused_turn, _settled, clock_kind
+from .snapshot import _constant, _latest, _paused_turn, _settled, clock_kind, now_and_offset
 
 if TYPE_CHECKING:
     from ..turns.agent import AgentCore
@@ -128,10 +126,7 @@ def _latest_entries(agent: AgentCore, dialog: Any) -> tuple[int, bytes]:
         latest = _latest(agent, dialog)
         assert len(latest) < 16  # a fixmap: its header is its first byte
         return len(latest), _PACKER.pack(latest)[1:]
-    clock = agent.runtime.clock
-    now = clock.now()
-    # `absolute_offset`, from the one reading of the clock that `saved_at` also takes.
-    offset = 0.0 if isinstance(clock, VirtualClock) else time.time() - now
+    now, offset = now_and_offset(agent.runtime.clock)
     turn = agent.turn
     at = _AT_REST if turn.pause is None else _TURN + _PACKER.pack(_paused_turn(turn, offset))
     return 3, b"".join((_SAVED_AT, _PACKER.pack(now + offset), at, _DIALOG, _PACKER.pack(dialog)))

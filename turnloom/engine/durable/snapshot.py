@@ -119,6 +119,13 @@ def absolute_offset(clock: Clock) -> float:
     return 0.0 if isinstance(clock, VirtualClock) else time.time() - clock.now()
 
 
+def now_and_offset(clock: Clock) -> tuple[float, float]:
+    """`clock.now()` and `absolute_offset`, from one reading of the clock (a snapshot's
+    `saved_at` and its paused turn's times agree to the last digit)."""
+    now = clock.now()
+    return now, 0.0 if isinstance(clock, VirtualClock) else time.time() - now
+
+
 def pause_deadline(turn: Turn, offset: float) -> float | None:
     """When `turn`'s pause times out, in absolute time (`offset` from `absolute_offset`), or
     None if it is not paused or waits forever."""
@@ -260,10 +267,7 @@ def _settled(agent: AgentCore) -> dict[str, Any]:
 
 def _latest(agent: AgentCore, dialog: Any) -> dict[str, Any]:
     """The last entries, new at every write: when, the paused turn, the queue, the dialog."""
-    clock = agent.runtime.clock
-    now = clock.now()
-    # `absolute_offset`, from the one reading of the clock that `saved_at` also takes.
-    offset = 0.0 if isinstance(clock, VirtualClock) else time.time() - now
+    now, offset = now_and_offset(agent.runtime.clock)
     turn = agent.turn
     document: dict[str, Any] = {
         "saved_at": now + offset,

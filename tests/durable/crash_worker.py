@@ -97,6 +97,7 @@ def main(phase: str, db: str, count: int, start: float) -> None:
         from turnloom.engine.durable.store import write_queue
 
         write_queue.OFF_LOOP_FROM = 1
+        write_queue.OFF_LOOP_WAIT_S = 0
         phase = phase.removesuffix("-off-loop")
     clock = tl.VirtualClock(start=start)
     with tl.Engine(scenario.model(), clock=clock, store=db) as engine:

@@ -11,12 +11,19 @@ both failed every time.
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 import turnloom as tl
-from turnloom.engine.durable.store import open_store, write_queue
+from turnloom.engine.durable.store import SQLiteStore, open_store, write_queue
+from turnloom.engine.durable.store.base import Write
+
+#: The placement rules as shipped (the fixture below changes them for the other tests).
+_OFF_LOOP_FROM, _OFF_LOOP_WAIT_S = write_queue.OFF_LOOP_FROM, write_queue.OFF_LOOP_WAIT_S
 
 GRAPH = (
     tl.GraphDescription()
@@ -29,8 +36,10 @@ GRAPH = (
 
 @pytest.fixture(autouse=True)
 def every_group_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A lone agent's write goes to the writing thread too (a group of 8 or more does)."""
+    """A lone agent's write goes to the writing thread too (a large group does when the
+    store's writes wait), whether or not the writes wait."""
     monkeypatch.setattr(write_queue, "OFF_LOOP_FROM", 1)
+    monkeypatch.setattr(write_queue, "OFF_LOOP_WAIT_S", 0)
 
 
 def _in_flight(store: Any, agent_id: int) -> bool:
@@ -111,3 +120,54 @@ def test_a_message_sent_while_a_completion_is_in_flight_waits_behind_those_waiti
             assert started == ["first", "second", "third"]
 
     asyncio.run(main())
+
+
+class _WaitingStore(SQLiteStore):
+    """A store whose every write waits (as for an fsync at each commit), and which records
+    for each group whether the loop's thread wrote it."""
+
+    def __init__(self) -> None:
+        super().__init__(":memory:")
+        self.on_loop: list[bool] = []
+        self.waits = False
+
+    def save_many(self, writes: Sequence[Write]) -> list[int]:
+        if self.waits:
+            self.on_loop.append(threading.current_thread() is threading.main_thread())
+            time.sleep(0.002)  # asleep, not computing: a thread lets the loop go on meanwhile
+        return super().save_many(writes)
+
+
+def test_groups_go_off_the_loop_while_the_stores_writes_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Groups are written on the loop until most of them waited; then large ones go to the
+    writing thread, and one in `_MEASURE_EVERY` comes back to the loop to measure again."""
+    monkeypatch.setattr(write_queue, "OFF_LOOP_FROM", _OFF_LOOP_FROM)
+    monkeypatch.setattr(write_queue, "OFF_LOOP_WAIT_S", _OFF_LOOP_WAIT_S)
+    agents, turns = 2 * _OFF_LOOP_FROM, 30
+
+    async def main(store: _WaitingStore) -> None:
+        async with tl.AsyncEngine(tl.MockModel("mock"), clock=tl.VirtualClock(), store=store) as e:
+            created = [await e.create_agent(GRAPH) for _ in range(agents)]
+            store.waits = True  # from now on (each creation was a group of its own, at once)
+
+            async def play(agent: Any) -> None:
+                for _ in range(turns):
+                    assert (await agent.send_message("hi")).paused
+                    assert (await agent.resume()).result.text == "ok"
+
+            await asyncio.gather(*map(play, created))
+
+    store = _WaitingStore()
+    asyncio.run(main(store))
+    placed = store.on_loop
+    assert len(placed) >= 2 * turns  # a group at each pause and at each completion at least
+    first_off = placed.index(False)
+    assert placed[:first_off] == [True] * first_off  # on the loop while it measured
+    assert 1 < first_off < 10  # until most groups had waited (a share of 1/2: a few)
+    # From then on: runs of `_MEASURE_EVERY` off the loop, one on it between them.
+    later = placed[first_off:]
+    assert later[: write_queue._MEASURE_EVERY] == [False] * write_queue._MEASURE_EVERY
+    assert later[write_queue._MEASURE_EVERY] is True
+    assert later[write_queue._MEASURE_EVERY + 1] is False

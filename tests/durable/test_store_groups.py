@@ -3,7 +3,8 @@ loop iteration are written in one `save_many` (one SQLite transaction, one Redis
 and the host hears of each rest only once its snapshot is stored. On SQLite and on a real Redis
 server; the lease fence and SQLite's all-or-nothing group are checked on the stores themselves.
 Every test runs twice: groups written on the loop, and every group written off the loop by
-the store's writing thread (`write_queue.OFF_LOOP_FROM` 1; a busy worker's groups go there).
+the store's writing thread (`write_queue.OFF_LOOP_FROM` 1 and `OFF_LOOP_WAIT_S` 0; a busy
+worker's groups go there when its store's writes wait).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def where_groups_are_written(
 ) -> None:
     if request.param == "off the loop":
         monkeypatch.setattr(write_queue, "OFF_LOOP_FROM", 1)
+        monkeypatch.setattr(write_queue, "OFF_LOOP_WAIT_S", 0)
 
 
 def _stored_turn(document: bytes) -> Any:

@@ -183,6 +183,7 @@ class PolicyMachine(RuleBasedStateMachine):
 def test_input_policies_follow_the_reference(writes: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if writes == "off the loop":  # a lone agent's rest too, not only a group of 8 or more
         monkeypatch.setattr(write_queue, "OFF_LOOP_FROM", 1)
+        monkeypatch.setattr(write_queue, "OFF_LOOP_WAIT_S", 0)
     run_state_machine_as_test(
         PolicyMachine, settings=settings(max_examples=60, stateful_step_count=30, deadline=None)
     )

@@ -14,6 +14,14 @@ agent (its `Writer`) hears whether its write is in (a write that only carries wh
 holds the agent then runs the writer's `write_refused` first; a write that fails is logged
 (`store.write_failed`) and what waited runs all the same, as when each write was its own.
 
+Where a group is written: on the loop, at once, unless the store's writes spend their time
+waiting rather than computing (an fsync at every commit, a Redis across the network): then a
+large group is written by a thread of its own while the loop goes on (`OFF_LOOP_FROM`,
+`OFF_LOOP_WAIT_S`). Handing a group to a thread and back costs the loop more than the write
+itself when the write is a few hundred microseconds of CPU (SQLite in WAL mode, a local
+Redis): two thread switches, the GIL taken back after every step of the write, and replies
+held back until the group is in while the loop has nothing else to do.
+
 This runs at every rest of every durable agent, so it allocates one record per write and
 calls nothing it need not.
 """
@@ -23,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
@@ -32,11 +41,20 @@ from .parts import SplitWrite
 
 log = get_logger("turnloom.store")
 
-#: From how many writes a group goes off the loop (for a store that `writes_off_loop`): a
-#: smaller one is written on the loop, at once. Handing a group to the writing thread and back
-#: costs two thread switches, which pay off only if the loop has other work meanwhile: a busy
-#: worker's groups are large (64 agents at once: about 20), one agent's lone rest is not.
+#: From how many writes a group may go off the loop (for a store that `writes_off_loop` and
+#: waits, `OFF_LOOP_WAIT_S`): a smaller one is written on the loop, at once. Handing a group to
+#: the writing thread and back pays off only if the loop has other work meanwhile: a busy
+#: worker's groups are large (64 agents at once: about 30), one agent's lone rest is not.
 OFF_LOOP_FROM = 8
+#: How long a group's write must wait (its time less the CPU it used: an fsync, a network round
+#: trip) to count as waiting; the groups go off the loop while most of them wait (a running
+#: share over the groups written on the loop, so that a rare long one, such as SQLite's
+#: checkpoint now and then, does not send them). While groups go off the loop, one in
+#: `_MEASURE_EVERY` is written on the loop to measure again. 0: every large group goes off.
+OFF_LOOP_WAIT_S = 0.0005
+_MEASURE_EVERY = 32
+#: The weight of the latest group in the running share of groups that waited.
+_WAIT_WEIGHT = 0.125
 
 
 class Store(Protocol):
@@ -82,12 +100,12 @@ class WriteQueue:
     """The snapshots one store has yet to write, flushed once per loop iteration.
 
     For a store whose writes can go off the loop (`Store.writes_off_loop`: file writes or a
-    network round trip, made without the GIL, during which the loop would sit idle), a large
-    group (`OFF_LOOP_FROM`) is written by a thread of its own, one group at a time: the loop
-    goes on meanwhile, and what comes to rest meanwhile is the next group, written once the one
-    in flight is in. Ordering is kept: a group is told (its writers, then
-    what waited) on the loop when it is in, before the next one is sent; an event of an agent
-    whose write is in flight waits behind it as behind a queued one."""
+    network round trip, made without the GIL) and whose writes wait (`OFF_LOOP_WAIT_S`: the
+    loop would sit idle meanwhile), a large group (`OFF_LOOP_FROM`) is written by a thread of
+    its own, one group at a time: the loop goes on meanwhile, and what comes to rest meanwhile
+    is the next group, written once the one in flight is in. Ordering is kept: a group is told
+    (its writers, then what waited) on the loop when it is in, before the next one is sent; an
+    event of an agent whose write is in flight waits behind it as behind a queued one."""
 
     def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
         self.store = store
@@ -99,6 +117,11 @@ class WriteQueue:
         self._flight: Future[Collection[int]] | None = None
         self._thread: ThreadPoolExecutor | None = None
         self._flush_scheduled = False
+        self._off_loop = getattr(store, "writes_off_loop", False)
+        #: The share of the groups written on the loop that waited (running, 0 to 1).
+        self.waiting = 0.0
+        #: Groups sent off the loop since one was written on it (and measured).
+        self._sent = 0
 
     def put(
         self,
@@ -142,7 +165,16 @@ class WriteQueue:
         self._flush_scheduled = False
         if self._flight is not None:  # the group in flight sends this one once it is in
             return
-        if len(self.pending) >= OFF_LOOP_FROM and getattr(self.store, "writes_off_loop", False):
+        self._write_pending()
+
+    def _write_pending(self) -> None:
+        """Write the queued group: off the loop if the store's writes wait (and the group is
+        large), else at once."""
+        off = self._off_loop and len(self.pending) >= OFF_LOOP_FROM
+        if off and OFF_LOOP_WAIT_S > 0:  # 0: every large group, unmeasured
+            off = self.waiting > 0.5 and self._sent < _MEASURE_EVERY
+        if off:
+            self._sent += 1
             self._send()
         else:
             self.flush()
@@ -171,7 +203,7 @@ class WriteQueue:
         batch, self.flying, self._flight = self.flying, {}, None
         self._told(batch, *_outcome(flight))
         if self.pending and not self._flush_scheduled and self._flight is None:
-            self._send()
+            self._write_pending()
 
     def flush(self) -> None:
         """Write now every snapshot on its way (the group in flight is waited for first), and
@@ -186,14 +218,17 @@ class WriteQueue:
         # Taken whole first: what runs after the write may queue again (a registered tool that
         # resumes a pause at once), and that goes to the next flush.
         batch, self.pending = self.pending, {}
+        writes = [(agent_id, item.document, item.deadline) for agent_id, item in batch.items()]
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
-            refused = self.store.save_many(
-                [(agent_id, item.document, item.deadline) for agent_id, item in batch.items()]
-            )
+            refused = self.store.save_many(writes)
         except Exception as exc:
             self._told(batch, (), exc)
-        else:
-            self._told(batch, refused, None)
+            return
+        waited = time.perf_counter() - started - (time.thread_time() - cpu) >= OFF_LOOP_WAIT_S
+        self.waiting += (waited - self.waiting) * _WAIT_WEIGHT
+        self._sent = 0
+        self._told(batch, refused, None)
 
     def stop(self) -> None:
         """Flush, and end the writing thread (a later write starts another)."""

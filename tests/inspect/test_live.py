@@ -16,8 +16,9 @@ import aiohttp
 
 import turnloom as tl
 from tests.helpers import SET_LIGHT, graph_of
-from turnloom.inspect import recorder
+from turnloom.engine.turns.turn import LOG_KEPT_EVENTS
 from turnloom.inspect.app import Inspector
+from turnloom.inspect.recorder import TimelineRecorder
 
 
 def paused_graph() -> tl.GraphDescription:
@@ -293,7 +294,7 @@ def test_a_turn_that_walks_many_nodes_keeps_its_message_and_latest_events() -> N
             events = turn["events"]
             # Cut back at a node's start: the few events that follow one (its end, the turn's
             # end) may go past the bound until the next.
-            assert len(events) <= recorder.KEPT_EVENTS_PER_TURN + 3
+            assert len(events) <= LOG_KEPT_EVENTS + 3
             assert events[0]["kind"] == "turn_started"
             assert events[0]["message"] == "round and round"
             assert events[-1]["kind"] == "turn_ended" and turn["status"] == "error"
@@ -301,10 +302,63 @@ def test_a_turn_that_walks_many_nodes_keeps_its_message_and_latest_events() -> N
             # names the node it ends.
             walked = [event["node"] for event in events if event["kind"] == "node_started"]
             ended = [event["node"] for event in events if event["kind"] == "node_ended"]
-            assert len(walked) > recorder.KEPT_EVENTS_PER_TURN // 5
+            assert len(walked) > LOG_KEPT_EVENTS // 5
             assert all(a != b for a, b in itertools.pairwise(walked))
             assert ended == walked[: len(ended)] and len(walked) - len(ended) <= 1
             assert walked[-1] == ("ping" if 500 % 2 else "pong")
             await inspector.close()
 
     asyncio.run(scenario())
+
+
+def test_a_turn_paused_before_the_inspector_came_is_shown_and_followed() -> None:
+    clock = tl.VirtualClock()
+    with tl.Engine(tl.MockModel("mock"), clock=clock) as engine:
+        agent = engine.create_agent(paused_graph())
+        clock.advance(1)
+        assert agent.send_message("still there?").pause is not None
+        clock.advance(4)
+        inspector = engine.inspect()
+        url = inspector.url + f"api/agents/{agent.agent_id}?full=0"
+
+        def timeline() -> list[dict[str, Any]]:
+            with urllib.request.urlopen(url) as reply:
+                found: list[dict[str, Any]] = json.load(reply)["timeline"]
+                return found
+
+        (turn,) = timeline()
+        assert turn["before_inspector"] and turn["status"] == ""
+        begun, paused = turn["events"]
+        assert (begun["kind"], begun["at"], begun["message"]) == (
+            "turn_started",
+            None,
+            "still there?",
+        )
+        assert (paused["kind"], paused["node"], paused["at"]) == ("paused", "wait", 1.0)
+        clock.advance(2)
+        assert agent.resume().final.text == "farewell"  # type: ignore[union-attr]
+        (turn,) = timeline()
+        kinds = [event["kind"] for event in turn["events"]]
+        assert kinds[2:] == ["resumed", "node_started", "node_ended", "turn_ended"]
+        assert turn["status"] == "success" and turn["events"][2]["paused_seconds"] == 6.0
+        # Closed, the inspector leaves no log on a turn open then.
+        assert agent.send_message("again").pause is not None
+        core = engine._engine.core.agents[agent.agent_id]
+        assert core.turn.log is not None
+        engine._runner.block(inspector.close(), "close")
+        assert core.turn.log is None
+
+
+def test_the_ticks_look_only_at_turns_that_walk() -> None:
+    with tl.Engine(tl.MockModel("mock"), clock=tl.VirtualClock()) as engine:
+        watched = TimelineRecorder()
+        engine.add_observer(watched)
+        parked, other = engine.create_agent(paused_graph()), engine.create_agent(paused_graph())
+        assert watched.take_changes() == {parked.agent_id, other.agent_id}  # made
+        assert parked.send_message("wait here").pause is not None
+        # Started, then found paused at the tick: no longer looked at.
+        assert watched.take_changes() == {parked.agent_id} and not watched.walking
+        assert watched.take_changes() == set()
+        assert parked.resume().final is not None  # type: ignore[union-attr]
+        assert watched.take_changes() == {parked.agent_id} and not watched.walking  # ended
+        engine.remove_observer(watched)

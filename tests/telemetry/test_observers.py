@@ -158,3 +158,62 @@ def test_observers_hear_of_agents_made_restored_and_gone() -> None:
             ("added", copy.agent_id, 5.0),  # paused, since when its snapshot says
             ("removed", made.agent_id, None),
         ]
+
+
+class Logs(TurnObserver):
+    """Reads each turn's log when the turn ends (and is called at no other event)."""
+
+    reads_turn_logs = True
+
+    def __init__(self) -> None:
+        self.logs: list[list[Any]] = []
+
+    def turn_ended(self, agent: Any, turn: Any, result: Any) -> None:
+        self.logs.append(list(turn.log))
+
+
+def test_a_turn_logs_every_event_while_an_observer_reads_logs(
+    clock: tl.VirtualClock, scripted: tl.MockModel
+) -> None:
+    logs = Logs()
+    with tl.Engine(scripted, clock=clock) as engine:
+        engine.add_observer(logs)
+        agent = engine.create_agent(story_graph())
+        assert agent.send_message("lights?").paused
+        clock.advance(2)
+        agent.resume("", [{"call_id": "c00000000", "result": "ok"}])
+        clock.advance(3)
+        final = agent.resume("answer").final
+        engine.remove_observer(logs)
+        assert agent.send_message("again").paused
+        core = engine._engine.core.agents[agent.agent_id]
+        assert core.turn.log is None  # nobody reads logs now: the next turn keeps none
+    (log,) = logs.logs
+    kinds, times, values = log[0::3], log[1::3], log[2::3]
+    assert kinds == [
+        "turn_started",
+        "node_started",
+        "generation",
+        "tool_call",
+        "node_ended",
+        "paused",
+        "resumed",
+        "node_started",
+        "node_ended",
+        "paused",
+        "resumed",
+        "node_started",
+        "generation",
+        "node_ended",
+        "turn_ended",
+    ]
+    assert times == sorted(times) and times[-1] - times[0] == 5.0  # the engine's clock
+    assert values[0] == "lights?" and values[1] == "detect" and values[4] == "tool_called"
+    node, model, _prompt, tokens, _first, _seconds, error = values[2]
+    assert (node, model, error) == ("detect", "mock", "") and tokens > 0
+    assert values[3][:3] == ("detect", "c00000000", "set_light")
+    assert values[5] == ("detect", "tool_called", "wait", 0, ("c00000000",), True)
+    assert values[6] == ("detect", "", {"c00000000": "ok"})
+    assert values[9][:3] == ("wait", "default", "answer") and values[10] == ("wait", "answer", None)
+    status, text, *_ = values[-1]
+    assert status is tl.TurnStatus.SUCCESS and text == final.text

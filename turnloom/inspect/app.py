@@ -27,7 +27,7 @@ from aiohttp import WSMsgType, web
 
 from ..engine.support.logs import get_logger
 from .actions import act
-from .recorder import TimelineRecorder, fast_now
+from .recorder import TimelineRecorder
 from .views import Drawings, agent_detail, agent_summary, machine_data, row_key
 from .watchers import Watcher, Watchers
 
@@ -94,7 +94,7 @@ class Inspector:
         self.engine = engine
         self.ssl = ssl
         self.auth_key = auth_key
-        self.recorder = TimelineRecorder(fast_now(engine.clock))
+        self.recorder = TimelineRecorder()
         self.drawings = Drawings(use_dot)
         self._sessions: set[str] = set()
         self._labels: dict[int, str] = {}
@@ -120,7 +120,7 @@ class Inspector:
         """Serve the page on `host`:`port` (0: a free port; see `address`)."""
         check_exposure(host, self.ssl, self.auth_key, insecure)
         loop = asyncio.get_running_loop()
-        self.engine.observers.append(self.recorder)
+        self.recorder.attach(self.engine)
         app = web.Application(middlewares=[self._guard])
         app.router.add_get("/", self._page)
         app.router.add_get("/static/{name}", self._static)
@@ -146,8 +146,7 @@ class Inspector:
 
     async def close(self) -> None:
         """Stop serving; the engine's agents go on unobserved."""
-        if self.recorder in self.engine.observers:
-            self.engine.observers.remove(self.recorder)
+        self.recorder.detach(self.engine)
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -295,21 +294,20 @@ class Inspector:
         busy = 0  # ticks in a row that found changes
         while True:
             await asyncio.sleep(BUSY_PUSH_EVERY_S if busy >= BUSY_TICKS else PUSH_EVERY_S)
-            if not recorder.changed:
+            changed = recorder.take_changes()
+            if not changed:
                 busy = 0
                 continue
             busy += 1
             if len(self.watchers):
-                self._push_changes()
+                self._push_changes(changed)
             else:  # nobody to tell: a page loads the list as it is when it comes
-                recorder.changed.clear()
                 self._shown.clear()
 
-    def _push_changes(self) -> None:
-        """One message: the rows that look different from what the pages have and the agents
-        gone; a page showing one of the agents that had events is told to fetch it again."""
+    def _push_changes(self, touched: set[int]) -> None:
+        """One message: the rows of `touched` agents that look different from what the pages
+        have and the agents gone; a page showing one of them is told to fetch it again."""
         recorder = self.recorder
-        touched, recorder.changed = recorder.changed, set()
         now = self.engine.clock.now()
         agents, tracks, shown = self.engine.agents, recorder.tracks, self._shown
         rows, gone = [], []

@@ -121,41 +121,7 @@ def agent_detail(
     turns = track.timeline(node_type) if track is not None else []
     detail["turn_ids"] = [t["turn_id"] for t in turns]
     detail["timeline"] = [t for t in turns if not (t["status"] and t["turn_id"] in have)]
-    turn = agent.turn
-    if turn.state is not TurnState.IDLE and turn.turn_id not in detail["turn_ids"]:
-        detail["timeline"].append(_begun_unseen(turn))
-        detail["turn_ids"].append(turn.turn_id)
     return detail
-
-
-def _begun_unseen(turn: Any) -> dict[str, Any]:
-    """The open turn of an agent whose turn began before the inspector was watching: what the
-    turn itself still says (its message, its pause), so a late page is not left blank."""
-    events: list[dict[str, Any]] = [
-        {
-            "turn_id": turn.turn_id,
-            "kind": "turn_started",
-            "at": None,
-            "message": turn.interaction.user_message,
-        }
-    ]
-    pause = turn.pause
-    if pause is not None:
-        info = pause.info
-        events.append(
-            {
-                "turn_id": turn.turn_id,
-                "kind": "paused",
-                "at": round(pause.started_at, 6),
-                "node": info.node_name,
-                "pending_exit": info.pending_exit,
-                "pending_target": info.pending_target,
-                "timeout_ms": info.timeout_ms,
-                "pending_calls": [call.call_id for call in info.pending_calls],
-                "awaits_results": info.awaits_results,
-            }
-        )
-    return {"turn_id": turn.turn_id, "status": "", "events": events, "before_inspector": True}
 
 
 def graph_data(agent: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import math
 import numbers
 import threading
 import time
+from asyncio import BaseEventLoop
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -55,6 +56,16 @@ class LoopClock(Clock):
         """Schedule on the loop's heap."""
         assert self.loop is not None, "clock is not bound to a loop"
         return self.loop.call_at(when, callback, *args)
+
+
+def fast_now(clock: Clock) -> Callable[[], float]:
+    """`clock.now`, or `time.monotonic` itself where that is all it returns (the loop clock of
+    a standard asyncio loop, whose `time()` is `time.monotonic()`): what stamps a turn's
+    events, with one C call instead of two Python ones, on the same clock."""
+    loop = clock.loop
+    if type(clock) is LoopClock and loop is not None and type(loop).time is BaseEventLoop.time:
+        return time.monotonic
+    return clock.now
 
 
 class _VirtualTimer:

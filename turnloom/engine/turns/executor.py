@@ -5,8 +5,10 @@ task: the walk ends at the pause and a resume (or a timeout with an exit) starts
 the next node. That keeps a parked turn down to a few small objects and its timers.
 
 Where a turn tells its observers, it calls each hook with its arguments spelled out, in a `try`
-of its own: the same lines at each point, on purpose (a call through `*args` costs a level of
-the interpreter's C stack, which an inspected game pays at each of a turn's nine events).
+of its own, and appends the event to the turn's log (when it keeps one) right there: the same
+lines at each point, on purpose (a call through `*args` costs a level of the interpreter's C
+stack, a call of a helper a frame, and an inspected game would pay either at every event).
+This module is longer than 400 lines because those points are spelled out in place.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .results import (
     TurnResult,
     TurnStatus,
 )
-from .turn import OpenPause, Turn
+from .turn import LOG_CUT_PAST, OpenPause, Turn, cut_log
 
 log = get_logger("turnloom.turn")
 
@@ -47,7 +49,10 @@ _STATUS_OF_STATE = {
 def start(agent: TurnOwner, turn: Turn, inline: bool = False) -> None:
     """Start `turn` at the graph's start node (`inline`: see `_launch`)."""
     fire(turn, Trigger.START)
-    if hooks := agent.runtime.observers.turn_started:
+    runtime = agent.runtime
+    if runtime.observers.keep_logs:
+        turn.log = ["turn_started", runtime.log_time(), turn.interaction.user_message]
+    if hooks := runtime.observers.turn_started:
         for hook in hooks:
             try:
                 hook(agent, turn)
@@ -124,8 +129,12 @@ async def _walk(agent: TurnOwner, turn: Turn, node: str) -> None:
 
 
 def _node_starts(agent: TurnOwner, turn: Turn, node: str) -> float:
-    """Tell the observers the walk entered `node`; when it did, for the diagnostics (0.0
-    without them)."""
+    """Log and tell the observers that the walk entered `node`; when it did, for the
+    diagnostics (0.0 without them)."""
+    if (events := turn.log) is not None:
+        if len(events) > LOG_CUT_PAST:
+            cut_log(events)
+        events += ("node_started", agent.runtime.log_time(), node)
     if hooks := agent.runtime.observers.node_started:
         for hook in hooks:
             try:
@@ -173,6 +182,8 @@ def _after_node(
     stops here (the turn paused, or was ended from a callback while the node ran)."""
     if turn.state is not TurnState.RUNNING:
         return None
+    if (events := turn.log) is not None:
+        events += ("node_ended", agent.runtime.log_time(), outcome.exit_route)
     if hooks := agent.runtime.observers.node_ended:
         for hook in hooks:
             try:
@@ -240,6 +251,10 @@ def _pause(
             pending_exit=route,
             timeout_ms=timeout_ms,
         )
+    if (events := turn.log) is not None:
+        calls = tuple([call.call_id for call in info.pending_calls]) if info.pending_calls else ()
+        values = (node, route, target, timeout_ms, calls, info.awaits_results)
+        events += ("paused", engine.log_time(), values)
     if hooks := engine.observers.paused:
         for hook in hooks:
             try:
@@ -293,6 +308,8 @@ def resume(
             resume_node=resume_node,
             next_node=target,
         )
+    if turn.log is not None:
+        _log_resumed(agent, turn, pause, resume_node, results)
     if hooks := agent.runtime.observers.resumed:
         for hook in hooks:
             try:
@@ -305,6 +322,19 @@ def resume(
     elif is_legal(turn.state, Trigger.PROCEED):  # not cancelled by an on_resumed callback
         fire(turn, Trigger.PROCEED)
         _launch(agent, turn, target, inline)
+
+
+def _log_resumed(
+    agent: TurnOwner, turn: Turn, pause: OpenPause, target: str, results: dict[str, str] | None
+) -> None:
+    """Log the resume of `pause` (to `target`, "" by its exit) with the results it sent back."""
+    sent = (
+        {call.call_id: results[call.call_id] for call in pause.info.pending_calls}
+        if results
+        else None
+    )
+    assert turn.log is not None
+    turn.log += ("resumed", agent.runtime.log_time(), (pause.info.node_name, target, sent))
 
 
 def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
@@ -331,6 +361,11 @@ def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
     )
     if turn.state is TurnState.RESUMING:
         node, target = pause.info.node_name, pause.timeout_target
+        if turn.log is not None:
+            sent = None
+            if pause.info.awaits_results:
+                sent = {call.call_id: content for call in pause.info.pending_calls}
+            _log_resumed(agent, turn, pause, target, sent)
         if hooks := agent.runtime.observers.resumed:
             call_hooks(hooks, "resumed", agent, turn, node, target)
         agent.notify("on_resumed", node, target)
@@ -390,6 +425,13 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
             turn_id=turn.turn_id,
             status=status.value,
             error_code=result.error_code,
+        )
+    if (events := turn.log) is not None:
+        values = (status, text, turn.tokens, result.error_code, result.error_message)
+        events += (
+            "turn_ended",
+            agent.runtime.log_time(),
+            (*values, turn.pause_count, turn.paused_duration),
         )
     if hooks := agent.runtime.observers.turn_ended:
         for hook in hooks:

@@ -20,7 +20,8 @@ from ..inference.base import GenerationProgress, ModelBackend
 from ..support.clock import Clock
 from .dialog.projection import Interaction
 from .nodes import RUNNERS, NodeOutcome
-from .observers import GenerationWatch, call_hooks
+from .nodes.generation_watch import GenerationWatch
+from .observers import call_hooks
 from .results import InferenceFailed, ToolCallEvent, TurnFailure, TurnResult
 from .runtime import GenerationMeter, Runtime
 from .turn import Turn
@@ -114,17 +115,21 @@ class _NodeContext:
         return self.agent.next_call_id()
 
     def emit_tool_call(self, event: ToolCallEvent) -> None:
-        if self.turn.state is TurnState.RUNNING:
+        turn = self.turn
+        if turn.state is TurnState.RUNNING:
+            if (log := turn.log) is not None:
+                values = (event.node_name, event.call_id, event.tool_name, event.arguments_json)
+                log += ("tool_call", self.agent.runtime.log_time(), (*values, event.disposition))
             if hooks := self.agent.runtime.observers.tool_called:
-                call_hooks(hooks, "tool_called", self.agent, self.turn, event)
+                call_hooks(hooks, "tool_called", self.agent, turn, event)
             self.agent.notify("on_tool_call", event)
 
     def generation_watch(self, progress: GenerationProgress) -> GenerationWatch | None:
-        observers = self.agent.runtime.observers
-        if not observers.generation_ended:
+        hooks = self.agent.runtime.observers.generation_ended
+        if not hooks and self.turn.log is None:
             return None  # nobody would read the record: nothing to time
         return GenerationWatch(
-            observers, self.agent, self.turn, self.node_name, progress, self.add_tokens
+            hooks, self.agent, self.turn, self.node_name, progress, self.add_tokens
         )
 
     def node_state(self) -> dict[str, Any]:

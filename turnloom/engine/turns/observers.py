@@ -10,21 +10,19 @@ above all) each of those points costs one truth test.
 
 Observers run on the engine loop, must not block, and must not change the turn: a failing one
 is logged and left out of that call, like a failing listener. An observer is called only at
-the hooks it implements (overrides): the list resolves which, once, when it changes.
+the hooks it implements (overrides): the list resolves which, once, when it changes. An
+observer that records everything a turn does (the inspector's timeline) reads each turn's event
+log instead (`TurnObserver.reads_turn_logs`), which costs a turn a list append per event.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self, SupportsIndex
 
 from ..support.logs import get_logger
-from .results import InferenceTimeout
 
 if TYPE_CHECKING:
-    from ..inference.base import GenerationProgress
     from .results import PauseInfo, ToolCallEvent, TurnResult
     from .turn import Turn
 
@@ -103,6 +101,22 @@ class TurnObserver:
     `agent` is the engine's agent (`AgentCore`); `turn` its current `Turn`. Called on the
     engine loop; the methods must not block.
     """
+
+    #: True for an observer that reads each turn's event log (`Turn.log`) instead of being
+    #: called at each of its events: while one is added, every turn that starts keeps a log,
+    #: which the engine fills where the events happen, with no call (what the inspector's
+    #: timeline takes: an inspected game pays for a list append per event, not a call). The
+    #: observer is still called at the hooks it implements (a turn's start and end, say), and
+    #: is told of a turn already open through `agent_added` (give it `turn.log = []` there).
+    #: Each event is three items: its kind, its time on the engine clock (`Runtime.log_time`),
+    #: and its values: "turn_started" the player's message; "node_started" the node;
+    #: "node_ended" the exit it took; "generation" (node, model, prompt tokens or None if not
+    #: counted, tokens, seconds to the first token or None, seconds, error or ""); "tool_call"
+    #: (node, call id, tool, arguments JSON, disposition); "paused" (node, pending exit, its
+    #: target, timeout ms, the pending call ids, awaits results); "resumed" (node, the node
+    #: jumped to or "", the results sent back by call id or None); "turn_ended" (status, text,
+    #: tokens, error code, error message, pauses, seconds paused).
+    reads_turn_logs = False
 
     def records_nothing(self) -> bool:
         """True for an observer that will never record anything, whatever happens (a tracer
@@ -189,7 +203,7 @@ class ObserverList(list[TurnObserver]):
     node's start), with no attribute lookup per call.
     """
 
-    __slots__ = ("by_hook", *HOOKS)
+    __slots__ = ("by_hook", "keep_logs", *HOOKS)
 
     turn_started: Hooks
     node_started: Hooks
@@ -221,6 +235,8 @@ class ObserverList(list[TurnObserver]):
         self.by_hook = {hook: tuple(callers) for hook, callers in found.items()}
         for hook, callers in self.by_hook.items():
             setattr(self, hook, callers)
+        #: Whether a turn that starts keeps its log (an observer here reads them).
+        self.keep_logs = any(getattr(observer, "reads_turn_logs", False) for observer in self)
 
     # Every way a list changes resolves the hooks again (observers change rarely, turns often).
 
@@ -308,77 +324,6 @@ def observer_failed(hook: Callable[..., None], method: str) -> None:
     """Log that the observer `hook` belongs to raised in `method` (called in its `except`)."""
     owner = getattr(hook, "__self__", hook)
     log.exception("observer.failed", observer=type(owner).__name__, callback=method)
-
-
-class GenerationWatch:
-    """Times one generation for the observers that implement `generation_ended`: made only
-    when there are some, as the generation starts; it listens to the generation's `progress`
-    until the first token (then hands it to the turn's counter `count` itself, so later
-    tokens cost nothing more), and tells the observers the record when it ends."""
-
-    __slots__ = ("count", "first_token_at", "observers", "progress", "started", "told")
-
-    def __init__(
-        self,
-        observers: ObserverList,
-        agent: Any,
-        turn: Turn,
-        node: str,
-        progress: GenerationProgress,
-        count: Callable[[int], None],
-    ) -> None:
-        self.observers, self.told = observers, (agent, turn, node)
-        self.progress, self.count = progress, count
-        self.first_token_at: float | None = None
-        progress.listener = self._first
-        self.started = time.perf_counter()
-
-    def _first(self, tokens: int) -> None:
-        self.first_token_at = time.perf_counter()
-        self.progress.listener = count = self.count
-        count(tokens)
-
-    def ended(
-        self,
-        model: str,
-        prompt_tokens: int | Callable[[], int],
-        tokens: int,
-        max_tokens: int,
-        temperature: float,
-        failure: BaseException | None,
-    ) -> None:
-        """Tell the observers the generation's record (`prompt_tokens` may be a count made
-        when read; `failure` what ended it early, None if it finished)."""
-        error = "" if failure is None else _why_not_finished(failure)
-        now = time.perf_counter()
-        first = self.first_token_at
-        if first is None and tokens and not error:  # a backend that reports no progress
-            first = now
-        record = GenerationRecord(
-            model,
-            prompt_tokens,
-            tokens,
-            None if first is None else first - self.started,
-            now - self.started,
-            max_tokens,
-            temperature,
-            error,
-        )
-        agent, turn, node = self.told
-        for hook in self.observers.generation_ended:
-            try:
-                hook(agent, turn, node, record)
-            except Exception:
-                observer_failed(hook, "generation_ended")
-
-
-def _why_not_finished(failure: BaseException) -> str:
-    """A generation record's `error` for what ended the generation early."""
-    if isinstance(failure, asyncio.CancelledError):
-        return "cancelled"
-    if isinstance(failure, InferenceTimeout):
-        return "timeout"
-    return f"{type(failure).__name__}: {failure}"
 
 
 def tool_results_sent(turn: Turn, call_ids: Iterable[str]) -> dict[str, str]:

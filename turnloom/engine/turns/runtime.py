@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from ..graph.fields import invalid_field, param
 from ..graph.params import MAX_TIMEOUT_MS
 from ..inference.base import ModelBackend
-from ..support.clock import Clock, LoopClock
+from ..support.clock import Clock, LoopClock, fast_now
 from .observers import ObserverList
 from .stall_watch import StallWatch
 
@@ -103,11 +103,14 @@ class Runtime:
         self.meter: GenerationMeter | None = None
         #: Engine-wide watchers of every agent (the inspector, traces, metrics): empty = none.
         self.observers = ObserverList()
+        #: The engine clock's time, as turn logs are stamped (`fast_now`).
+        self.log_time: Callable[[], float] = self.clock.now
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Attach the engine (and its clock) to the loop it runs on."""
         self.loop = loop
         self.clock.bind(loop)
+        self.log_time = fast_now(self.clock)
 
     def forget(self, agent_id: int) -> None:
         """Drop a destroyed agent (the engine core keeps the agents; a bare runtime has none)."""

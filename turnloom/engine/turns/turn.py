@@ -11,6 +11,23 @@ from ..support.clock import TimerHandle
 from .dialog.projection import Interaction
 from .results import PauseInfo, Step, TurnResult
 
+#: Items of a turn's log per event: its kind, its time on the engine clock, its values.
+LOG_SLOTS = 3
+#: Events a turn's log keeps: one that walks many nodes is cut back, at a node's start, to
+#: its first event (the player's message) and its latest ones (from a node's start on).
+LOG_KEPT_EVENTS = 200
+#: A log longer than this is cut at the next node's start.
+LOG_CUT_PAST = LOG_SLOTS * LOG_KEPT_EVENTS
+
+
+def cut_log(log: list[Any]) -> None:
+    """Cut a long turn log back to its first event and its latest ones, from a node's start
+    on (about half of `LOG_KEPT_EVENTS`)."""
+    keep = len(log) - LOG_SLOTS * (LOG_KEPT_EVENTS // 2)
+    while keep < len(log) and log[keep] != "node_started":
+        keep += LOG_SLOTS
+    del log[LOG_SLOTS:keep]
+
 
 @dataclass(slots=True)
 class OpenPause:
@@ -35,6 +52,7 @@ class Turn:
     __slots__ = (
         "debug_nodes",
         "interaction",
+        "log",
         "pause",
         "pause_count",
         "pause_seq",
@@ -70,6 +88,10 @@ class Turn:
         self.waiters: list[asyncio.Future[Step]] | None = None
         self.task: asyncio.Task[None] | None = None
         self.result: TurnResult | None = None
+        #: The turn's event log, kept while an engine observer reads logs (the inspector):
+        #: each event as `LOG_SLOTS` items, appended where it happens, without a call (see
+        #: `TurnObserver.reads_turn_logs`); None when nobody does.
+        self.log: list[Any] | None = None
 
     def begin(self, turn_id: int, user_message: str, diagnostics: bool) -> None:
         """Give an idle turn its id and interaction, before `start` fires."""

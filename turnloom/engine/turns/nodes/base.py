@@ -6,7 +6,6 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 from ...graph.params import NodeParams
@@ -18,9 +17,9 @@ from ...inference.base import (
 )
 from ...support.clock import Clock
 from ..dialog.projection import Interaction
-from ..observers import GenerationWatch
 from ..results import InferenceTimeout, ToolCallEvent
 from ..runtime import GenerationMeter
+from .generation_watch import GenerationWatch
 
 
 @dataclass(slots=True)
@@ -134,10 +133,7 @@ async def generate_within_budget(
         if meter is not None:  # cancelled or failed: what it produced was still spent
             meter.charge(ctx.agent_id, progress.tokens - before)
         if watch is not None:
-            sampling = request.sampling
-            tokens = progress.tokens - before
-            count = partial(_count_now, backend, request)
-            watch.ended(backend.name, count, tokens, sampling.max_tokens, sampling.temperature, exc)
+            watch.ended(backend, request, 0, progress.tokens - before, exc)
         raise
     finally:
         progress.listener = None
@@ -145,21 +141,10 @@ async def generate_within_budget(
         meter.charge(ctx.agent_id, max(result.tokens, progress.tokens - before))
     ctx.add_tokens(before - progress.tokens)
     if watch is not None:
-        sampling = request.sampling
         # A backend whose result does not say, but that counts at once: counted when an
         # observer reads it (a prompt's count costs as much as rendering it).
-        prompt = result.prompt_tokens or partial(_count_now, backend, request)
-        watch.ended(
-            backend.name, prompt, result.tokens, sampling.max_tokens, sampling.temperature, None
-        )
+        watch.ended(backend, request, result.prompt_tokens, result.tokens, None)
     return result
-
-
-def _count_now(backend: ModelBackend, request: GenerationRequest) -> int:
-    try:
-        return backend.count_tokens_now(request.messages, request.tools) or 0
-    except Exception:  # a count is a nicety here, never a reason to fail the turn
-        return 0
 
 
 async def _generate_within_budget(

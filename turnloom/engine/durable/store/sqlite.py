@@ -81,6 +81,10 @@ class SQLiteStore(SQLiteSlots, Store):
             ) from None
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous}")
+        # A group's statements of many rows each keep a statement journal (to undo one
+        # statement alone): in memory, not a temporary file created, written and deleted for
+        # many of the groups.
+        self._db.execute("PRAGMA temp_store=MEMORY")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS turnloom_meta (key TEXT PRIMARY KEY, value TEXT)"
         )

@@ -168,9 +168,10 @@ class TimelineRecorder(TurnObserver):
     def turn_started(self, agent: Any, turn: Turn) -> None:
         """Keep the turn's log (which begins with the player's message)."""
         agent_id = agent.agent_id
-        if turn.log is None:  # the recorder came after the turn began, before its first node
-            turn.log = []
-        (self.tracks.get(agent_id) or self.track(agent_id)).keep(turn, turn.log)
+        log = turn.log
+        if log is None:  # the recorder came after the turn began, before its first node
+            log = turn.log = []
+        (self.tracks.get(agent_id) or self.track(agent_id)).turns.append((turn.turn_id, log))
         self.walking[agent_id] = turn
         self._seen.pop(agent_id, None)  # what was seen of its previous turn
         self.changed.add(agent_id)

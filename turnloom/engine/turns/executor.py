@@ -308,8 +308,9 @@ def resume(
             resume_node=resume_node,
             next_node=target,
         )
-    if turn.log is not None:
-        _log_resumed(agent, turn, pause, resume_node, results)
+    if (events := turn.log) is not None:  # `results`: made for this resume, kept as it is
+        values = (pause.info.node_name, resume_node, results or None)
+        events += ("resumed", agent.runtime.log_time(), values)
     if hooks := agent.runtime.observers.resumed:
         for hook in hooks:
             try:
@@ -322,19 +323,6 @@ def resume(
     elif is_legal(turn.state, Trigger.PROCEED):  # not cancelled by an on_resumed callback
         fire(turn, Trigger.PROCEED)
         _launch(agent, turn, target, inline)
-
-
-def _log_resumed(
-    agent: TurnOwner, turn: Turn, pause: OpenPause, target: str, results: dict[str, str] | None
-) -> None:
-    """Log the resume of `pause` (to `target`, "" by its exit) with the results it sent back."""
-    sent = (
-        {call.call_id: results[call.call_id] for call in pause.info.pending_calls}
-        if results
-        else None
-    )
-    assert turn.log is not None
-    turn.log += ("resumed", agent.runtime.log_time(), (pause.info.node_name, target, sent))
 
 
 def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
@@ -361,11 +349,11 @@ def on_pause_deadline(agent: TurnOwner, turn: Turn, seq: int) -> None:
     )
     if turn.state is TurnState.RESUMING:
         node, target = pause.info.node_name, pause.timeout_target
-        if turn.log is not None:
+        if (events := turn.log) is not None:
             sent = None
             if pause.info.awaits_results:
                 sent = {call.call_id: content for call in pause.info.pending_calls}
-            _log_resumed(agent, turn, pause, target, sent)
+            events += ("resumed", agent.runtime.log_time(), (node, target, sent))
         if hooks := agent.runtime.observers.resumed:
             call_hooks(hooks, "resumed", agent, turn, node, target)
         agent.notify("on_resumed", node, target)
@@ -427,12 +415,9 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
             error_code=result.error_code,
         )
     if (events := turn.log) is not None:
-        values = (status, text, turn.tokens, result.error_code, result.error_message)
-        events += (
-            "turn_ended",
-            agent.runtime.log_time(),
-            (*values, turn.pause_count, turn.paused_duration),
-        )
+        pauses, paused = turn.pause_count, turn.paused_duration
+        ended = (status, text, turn.tokens, result.error_code, result.error_message, pauses, paused)
+        events += ("turn_ended", agent.runtime.log_time(), ended)
     if hooks := agent.runtime.observers.turn_ended:
         for hook in hooks:
             try:

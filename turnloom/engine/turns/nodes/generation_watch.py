@@ -59,35 +59,54 @@ class GenerationWatch:
         """Tell the observers the generation's record and log it in the turn (`prompt_tokens`
         as the backend counted them, 0 if it did not say: then counted if an observer reads
         them; `failure` what ended it early, None if it finished)."""
-        error = "" if failure is None else _why_not_finished(failure)
         now = time.perf_counter()
         first = self.first_token_at
-        if first is None and tokens and not error:  # a backend that reports no progress
-            first = now
-        to_first = None if first is None else first - self.started
+        if failure is None:
+            error = ""
+            if first is None and tokens:  # a backend that reports no progress
+                first = now
+        else:
+            error = _why_not_finished(failure)
+        started = self.started
+        to_first = None if first is None else first - started
         agent, turn, node = self.told
         counted = prompt_tokens or None
-        if hooks := self.hooks:
-            sampling = request.sampling
-            record = GenerationRecord(
-                backend.name,
-                prompt_tokens or partial(_count_now, backend, request),
-                tokens,
-                to_first,
-                now - self.started,
-                sampling.max_tokens,
-                sampling.temperature,
-                error,
-            )
-            for hook in hooks:
-                try:
-                    hook(agent, turn, node, record)
-                except Exception:
-                    observer_failed(hook, "generation_ended")
-            counted = record.prompt_tokens_if_counted  # an observer may have had it counted
+        if self.hooks:
+            counted = self._tell(backend, request, prompt_tokens, tokens, to_first, now, error)
         if (log := turn.log) is not None:
-            entry = (node, backend.name, counted, tokens, to_first, now - self.started, error)
+            entry = (node, backend.name, counted, tokens, to_first, now - started, error)
             log += ("generation", agent.runtime.log_time(), entry)
+
+    def _tell(
+        self,
+        backend: ModelBackend,
+        request: GenerationRequest,
+        prompt_tokens: int,
+        tokens: int,
+        to_first: float | None,
+        now: float,
+        error: str,
+    ) -> int | None:
+        """Call the observers' `generation_ended` with the record; the prompt's count if one
+        of them had it counted."""
+        sampling = request.sampling
+        record = GenerationRecord(
+            backend.name,
+            prompt_tokens or partial(_count_now, backend, request),
+            tokens,
+            to_first,
+            now - self.started,
+            sampling.max_tokens,
+            sampling.temperature,
+            error,
+        )
+        agent, turn, node = self.told
+        for hook in self.hooks:
+            try:
+                hook(agent, turn, node, record)
+            except Exception:
+                observer_failed(hook, "generation_ended")
+        return record.prompt_tokens_if_counted
 
 
 def _count_now(backend: ModelBackend, request: GenerationRequest) -> int:

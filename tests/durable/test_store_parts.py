@@ -148,6 +148,39 @@ def test_a_write_that_failed_makes_the_next_one_write_the_dialog_whole(
         assert len(_parts(store, agent.agent_id)) == 1
 
 
+def test_a_group_of_pauses_and_completions_is_one_sqlite_statement(tmp_path: Path) -> None:
+    """A group that changes no sealed part is one statement, its own transaction: a pause's
+    head keeps the stored tail, a completion's replaces it, and each agent reads back whole."""
+    store = SQLiteStore(tmp_path / "game.db")
+
+    def head(agent: str, version: int) -> bytes:
+        return pack({"agent": agent, "version": version, "dialog": 2})
+
+    def part(*texts: str) -> bytes:
+        return pack([{"role": "user", "content": text} for text in texts])
+
+    store.save_many(
+        [
+            (1, SplitWrite(head("a", 1), 0, (part("a1"), part("a2")), True), None),
+            (2, SplitWrite(head("b", 1), 0, (part("b1"), part("b2")), True), None),
+        ]
+    )
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    store.save_many(
+        [
+            (1, SplitWrite(head("a", 2), None), None),  # a pause: the head alone
+            (2, SplitWrite(head("b", 2), 1, (part("b2", "b3"),), True), None),  # a completion
+        ]
+    )
+    assert [statement.split()[0] for statement in statements] == ["INSERT"]
+    assert _parts(store, 1) == [part("a1"), part("a2")]  # the tail kept
+    assert _parts(store, 2) == [part("b1"), part("b2", "b3")]
+    assert store.stored(1) == assemble(head("a", 2), [part("a1"), part("a2")])
+    assert store.stored(2) == assemble(head("b", 2), [part("b1"), part("b2", "b3")])
+    store.close()
+
+
 def test_an_agent_stored_whole_comes_back_and_is_then_kept_in_parts(
     store_spec: StoreSpec,
 ) -> None:

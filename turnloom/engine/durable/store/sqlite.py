@@ -47,6 +47,16 @@ _HEADS = (
     "(?,?)",
     " ON CONFLICT (agent_id) DO UPDATE SET document = excluded.document",
 )
+#: A group of pauses and completions whose sealed parts stay (most groups): every row in one
+#: statement, its own transaction. A pause's head comes with an empty tail, which keeps the
+#: stored one (a tail is never empty: a part holds one message at least).
+_KEEP_TAIL = bytearray()
+_REST = (
+    "INSERT INTO turnloom_agents (agent_id, document, tail) VALUES ",
+    "(?,?,?)",
+    " ON CONFLICT (agent_id) DO UPDATE SET document = excluded.document, "
+    "tail = iif(excluded.tail = x'', turnloom_agents.tail, excluded.tail)",
+)
 #: The most rows one statement writes (its parameters stay far below SQLite's limit).
 _ROWS_PER_STATEMENT = 256
 _DROP_PARTS = "DELETE FROM turnloom_dialog WHERE agent_id = ? AND part >= ?"
@@ -126,6 +136,11 @@ class SQLiteStore(SQLiteSlots, Store):
     def save_many(self, writes: Sequence[Write]) -> list[int]:
         """Every agent's row and changed parts in one transaction (one commit for the
         group); refuses none."""
+        rest = _rest_values(writes)
+        if rest is not None:
+            with self._lock:
+                self._db.execute(self._statement(_REST, len(writes)), rest)
+            return []
         # Blobs as bytearrays: the sqlite3 module adapts any other bytes-like parameter first,
         # which costs a failed attribute lookup and its exception per value.
         heads: list[tuple[int, object]] = []  # (id, head): the tail stays
@@ -168,13 +183,18 @@ class SQLiteStore(SQLiteSlots, Store):
         back the GIL each time, which a writing thread must wait for)."""
         for start in range(0, len(rows), _ROWS_PER_STATEMENT):
             chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            key = (statement[0], len(chunk))
-            sql = self._statements.get(key)
-            if sql is None:
-                sql = self._statements[key] = (
-                    statement[0] + ",".join([statement[1]] * len(chunk)) + statement[2]
-                )
+            sql = self._statement(statement, len(chunk))
             self._db.execute(sql, [value for row in chunk for value in row])
+
+    def _statement(self, statement: tuple[str, str, str], rows: int) -> str:
+        """The SQL of `statement` (start, one row's values, end) for `rows` rows."""
+        key = (statement[0], rows)
+        sql = self._statements.get(key)
+        if sql is None:
+            sql = self._statements[key] = (
+                statement[0] + ",".join([statement[1]] * rows) + statement[2]
+            )
+        return sql
 
     def delete(self, agent_id: int) -> None:
         """Remove the agent's row and its parts."""
@@ -234,6 +254,30 @@ class SQLiteStore(SQLiteSlots, Store):
         self.flush_queued()
         with self._lock:
             self._db.close()
+
+
+def _rest_values(writes: Sequence[Write]) -> list[object] | None:
+    """The values of `_REST` for a group of pauses (the head alone) and completions that add
+    to the tail (the head and the tail, no sealed part changed), in one statement of at most
+    `_ROWS_PER_STATEMENT` rows; None for any other group."""
+    if len(writes) > _ROWS_PER_STATEMENT:
+        return None
+    values: list[object] = []
+    for agent_id, document, _ in writes:
+        if document.__class__ is not SplitWrite:
+            return None
+        assert isinstance(document, SplitWrite)
+        head = document.head
+        if head.__class__ is not bytes:
+            return None  # the general path refuses it by name
+        base = document.base
+        if base is None:
+            values += (agent_id, bytearray(head), _KEEP_TAIL)
+        elif base and document.tail and len(document.parts) == 1:
+            values += (agent_id, bytearray(head), _blob(document.parts[0]))
+        else:
+            return None
+    return values
 
 
 def _blob(value: bytes) -> object:

@@ -70,7 +70,7 @@ class AgentTrack:
         for turn_id, events in self.turns:
             status = ""
             if events and events[-LOG_SLOTS] == "turn_ended":
-                status = str(events[-1][0].value)
+                status = events[-1][0]
             entries = self.built.get(turn_id) if status else None
             if entries is None:
                 entries = _entries(turn_id, events, node_type)
@@ -263,7 +263,7 @@ def _entries(
         elif kind == "turn_ended":
             status, text, tokens, error_code, error_message, pauses, paused_s = carried
             entry.update(
-                status=status.value,
+                status=status,
                 text=text,
                 tokens=tokens,
                 error_code=error_code,

@@ -415,8 +415,18 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
             error_code=result.error_code,
         )
     if (events := turn.log) is not None:
-        pauses, paused = turn.pause_count, turn.paused_duration
-        ended = (status, text, turn.tokens, result.error_code, result.error_message, pauses, paused)
+        # Plain values only (the status's value, not the enum member): a tuple of those
+        # leaves the garbage collector's lists at its first collection.
+        code, message = result.error_code, result.error_message
+        ended = (
+            status.value,
+            text,
+            turn.tokens,
+            code,
+            message,
+            turn.pause_count,
+            turn.paused_duration,
+        )
         events += ("turn_ended", agent.runtime.log_time(), ended)
     if hooks := agent.runtime.observers.turn_ended:
         for hook in hooks:

@@ -114,7 +114,7 @@ class TurnObserver:
     #: counted, tokens, seconds to the first token or None, seconds, error or ""); "tool_call"
     #: (node, call id, tool, arguments JSON, disposition); "paused" (node, pending exit, its
     #: target, timeout ms, the pending call ids, awaits results); "resumed" (node, the node
-    #: jumped to or "", the results sent back by call id or None); "turn_ended" (status, text,
+    #: jumped to or "", the results sent back by call id or None); "turn_ended" (status value, text,
     #: tokens, error code, error message, pauses, seconds paused).
     reads_turn_logs = False
 

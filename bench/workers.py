@@ -15,14 +15,15 @@ reply "ok" (every turn checked: paused, then answered "ok"). Configurations:
 
 A durable agent's pauses and completions are written in groups (every agent that came to rest
 in one loop iteration, one SQLite transaction or one Redis script call; only what changed: the
-snapshot's head, and the dialog's tail at a completion) before the client hears of them; a
-busy worker's groups are written by the store's own thread, one at a time, while its loop goes
-on. The configurations take turns, `--rounds` times: this machine's load changes from minute to
-minute, and taking turns spreads that over every configuration alike. Each configuration's
-best run gives the table; the ratios against the no-store rate are also taken round by round
-(each store run against the no-store run of its own round, seconds apart), and the median of
-those is the figure checked against the 0.7x the store aims for: a single quiet minute can
-make one no-store run the best by far, and the rounds' own ratios do not depend on it.
+snapshot's head, and the dialog's tail at a completion) before the client hears of them,
+written on the worker's loop (by a thread of the store's own only while most groups wait on
+the disk or the network: `write_queue.OFF_LOOP_WAIT_S`). The configurations take turns,
+`--rounds` times: this machine's load changes from minute to minute, and taking turns spreads
+that over every configuration alike. Each configuration's best run gives the table; the
+ratios against the no-store rate are also taken round by round (each store run against the
+no-store run of its own round, seconds apart), and the median of those is the figure checked
+against the 0.7x the store aims for: a single quiet minute can make one no-store run the best
+by far, and the rounds' own ratios do not depend on it.
 
 With Redis, the server's own counters (`INFO`: commands processed, CPU) give the commands and
 Redis CPU per turn, and from that the turns per second one Redis core could carry for this

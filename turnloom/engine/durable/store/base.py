@@ -42,9 +42,10 @@ class Store(ABC):
     #: Whether `save_many` takes `SplitWrite`s (the head, and the dialog's parts that changed:
     #: see `parts`); a store that does not is given whole snapshots.
     keeps_dialog_apart: ClassVar[bool] = False
-    #: Whether its grouped writes are made by a thread of their own, one group at a time,
-    #: while the loop goes on (a store whose write is a network round trip); `save_many` must
-    #: then be safe to call from that thread while the loop uses the store's other methods.
+    #: Whether its grouped writes may be made by a thread of their own, one group at a time,
+    #: while the loop goes on (a store whose write is a network round trip or a file write;
+    #: they are while most groups wait: `write_queue`); `save_many` must then be safe to call
+    #: from that thread while the loop uses the store's other methods.
     writes_off_loop: ClassVar[bool] = False
 
     @abstractmethod

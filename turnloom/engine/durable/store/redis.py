@@ -37,7 +37,8 @@ class RedisStore(RedisSlots, SharedStore):
     workers (see `base.SharedStore` and `redis_scripts` for the keys)."""
 
     keeps_dialog_apart: ClassVar[bool] = True
-    #: A write group is a round trip: written by a thread of its own while the loop goes on.
+    #: A write group is a round trip: written by a thread of its own while the loop goes on
+    #: when most round trips wait (a distant Redis), on the loop otherwise.
     writes_off_loop: ClassVar[bool] = True
 
     def __init__(

@@ -68,7 +68,8 @@ class SQLiteStore(SQLiteSlots, Store):
 
     keeps_dialog_apart: ClassVar[bool] = True
     #: A commit is file writes (and now and then a checkpoint's fsync), made without the GIL:
-    #: the groups are written by a thread of their own while the loop goes on.
+    #: the groups may be written by a thread of their own while the loop goes on (they are
+    #: when most commits wait: `synchronous="FULL"`, a slow disk).
     writes_off_loop: ClassVar[bool] = True
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:

@@ -14,7 +14,7 @@ pays for what a page shows, not for every event it could have shown.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..engine.turns.observers import TurnObserver
@@ -38,12 +38,14 @@ class AgentTrack:
     __slots__ = ("built", "turns")
 
     def __init__(self) -> None:
-        #: The kept turns, oldest first: (turn id, its log).
-        self.turns: deque[tuple[int, list[Any]]] = deque(maxlen=KEPT_TURNS)
+        #: The kept turns, oldest first: (turn id, its log). The log of an ended turn is made
+        #: a tuple when the next one starts: a tuple of plain values leaves the garbage
+        #: collector's lists, so a long game's timelines are not walked at every collection.
+        self.turns: deque[tuple[int, Sequence[Any]]] = deque(maxlen=KEPT_TURNS)
         #: The page's entries of ended turns, by turn id: built once (they get no more events).
         self.built: dict[int, list[dict[str, Any]]] = {}
 
-    def keep(self, turn: Turn, log: list[Any]) -> None:
+    def keep(self, turn: Turn, log: Sequence[Any]) -> None:
         """Keep `turn`'s log as the latest (unless it is already)."""
         if not self.turns or self.turns[-1][0] != turn.turn_id:
             self.turns.append((turn.turn_id, log))
@@ -171,7 +173,12 @@ class TimelineRecorder(TurnObserver):
         log = turn.log
         if log is None:  # the recorder came after the turn began, before its first node
             log = turn.log = []
-        (self.tracks.get(agent_id) or self.track(agent_id)).turns.append((turn.turn_id, log))
+        turns = (self.tracks.get(agent_id) or self.track(agent_id)).turns
+        if turns:  # the agent's previous turn has ended: its log is final
+            ended_id, ended = turns[-1]
+            if type(ended) is list:
+                turns[-1] = (ended_id, tuple(ended))
+        turns.append((turn.turn_id, log))
         self.walking[agent_id] = turn
         self._seen.pop(agent_id, None)  # what was seen of its previous turn
         self.changed.add(agent_id)
@@ -196,7 +203,7 @@ def _log_begun_unseen(turn: Turn) -> list[Any]:
 
 
 def _entries(
-    turn_id: int, events: list[Any], node_type: Callable[[str], str]
+    turn_id: int, events: Sequence[Any], node_type: Callable[[str], str]
 ) -> list[dict[str, Any]]:
     """A turn's recorded events (`AgentTrack.events`' slots) as the page's timeline shows
     them, with what follows from them: how long each node ran and each pause lasted."""

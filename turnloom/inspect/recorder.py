@@ -3,12 +3,12 @@
 `TimelineRecorder` is an engine observer that reads turn logs (`TurnObserver.reads_turn_logs`):
 while it is added, every turn keeps its own log of what it does, which the engine fills where
 each event happens with a list append and no call; the recorder is called only where a turn
-starts, pauses, resumes and ends, to keep that log among the agent's latest turns and note the
-agent as changed. Everything else is worked out from the logs only when a page asks: the node
-an agent is in (`AgentTrack.node_now`), how long a node ran or a pause lasted, and the timeline
-entries themselves (`AgentTrack.timeline`, built once for a turn that has ended), and which
-walking turns moved since the pages last heard (`TimelineRecorder.take_changes`). A busy engine
-pays for what a page shows, not for every event it could have shown.
+starts or resumes, to keep its log among the agent's latest turns and note the agent as
+changed (or walking again). Everything else is worked out from the logs only when a page
+asks: the node an agent is in (`AgentTrack.node_now`), how long a node ran or a pause lasted,
+the timeline entries themselves (`AgentTrack.timeline`, built once for a turn that has ended),
+and which walking turns moved since the pages last heard (`TimelineRecorder.take_changes`). A
+busy engine pays for what a page shows, not for every event it could have shown.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..engine.turns.observers import TurnObserver
-from ..engine.turns.turn import LOG_SLOTS, Turn
+from ..engine.turns.turn import LOG_SLOTS, Turn, paused_log_values
 from ..states import TurnState
 
 #: The events after which a turn's log stays as it is until the turn resumes (or for good).
@@ -195,10 +195,7 @@ def _log_begun_unseen(turn: Turn) -> list[Any]:
     log: list[Any] = ["turn_started", None, turn.interaction.user_message]
     pause = turn.pause
     if pause is not None:
-        info = pause.info
-        calls = tuple([call.call_id for call in info.pending_calls])
-        values = (info.pending_exit, info.pending_target, info.timeout_ms, calls)
-        log += ("paused", pause.started_at, (info.node_name, *values, info.awaits_results))
+        log += ("paused", pause.started_at, paused_log_values(pause.info))
     return log
 
 

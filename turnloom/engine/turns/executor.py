@@ -32,7 +32,7 @@ from .results import (
     TurnResult,
     TurnStatus,
 )
-from .turn import LOG_CUT_PAST, OpenPause, Turn, cut_log
+from .turn import LOG_CUT_PAST, OpenPause, Turn, cut_log, paused_log_values
 
 log = get_logger("turnloom.turn")
 
@@ -252,9 +252,7 @@ def _pause(
             timeout_ms=timeout_ms,
         )
     if (events := turn.log) is not None:
-        calls = tuple([call.call_id for call in info.pending_calls]) if info.pending_calls else ()
-        values = (node, route, target, timeout_ms, calls, info.awaits_results)
-        events += ("paused", engine.log_time(), values)
+        events += ("paused", engine.log_time(), paused_log_values(info))
     if hooks := engine.observers.paused:
         for hook in hooks:
             try:

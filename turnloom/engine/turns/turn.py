@@ -29,6 +29,14 @@ def cut_log(log: list[Any]) -> None:
     del log[LOG_SLOTS:keep]
 
 
+def paused_log_values(info: PauseInfo) -> tuple[Any, ...]:
+    """What a turn's log carries of a pause: (node, pending exit, its target, timeout ms, the
+    pending call ids, awaits results)."""
+    calls = tuple([call.call_id for call in info.pending_calls]) if info.pending_calls else ()
+    values = (info.node_name, info.pending_exit, info.pending_target, info.timeout_ms, calls)
+    return (*values, info.awaits_results)
+
+
 @dataclass(slots=True)
 class OpenPause:
     """The pause a turn is parked in."""

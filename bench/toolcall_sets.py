@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Eight sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Nine sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -19,7 +19,10 @@ the tools' words ("the north door looks old") to catch a model that matches word
 - **quartermaster** (`data/quartermaster_sealed.json`, 50 lines, 6 tools, a ship's
   quartermaster; sha256 c155131d8ec0471f09c548147862502d08b8cbb2cb71f5f35d3a4a549f52b0cb): held
   out and sealed, written before the tuning it checks and never tuned on or read by whoever tunes.
-  Its figures are the honest ones for six tools.
+  It has since judged two variants of the request/talk step, so it is no longer unseen;
+- **apothecary** (`data/apothecary_sealed.json`, 52 lines, 6 tools, a town apothecary;
+  sha256 4cf5850a8c1433b3d98c7578ba7ecde656cb38c8d9a59e4981b591828d636f77): a second sealed set,
+  written and frozen before the tuning it judges, never tuned on.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -302,5 +305,8 @@ FARM = load_set(_DATA / "farm_dev.json")
 ARCHIVE = load_set(_DATA / "archive_dev.json")
 TAVERN = load_set(_DATA / "tavern_heldout.json")
 QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json")
+APOTHECARY = load_set(_DATA / "apothecary_sealed.json")
 
-SETS = {s.name: s for s in (GAME, SHOP, CRAFT, FORGE, FARM, ARCHIVE, TAVERN, QUARTERMASTER)}
+SETS = {
+    s.name: s for s in (GAME, SHOP, CRAFT, FORGE, FARM, ARCHIVE, TAVERN, QUARTERMASTER, APOTHECARY)
+}

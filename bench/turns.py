@@ -72,10 +72,10 @@ OBSERVING = {
     "served": "inspector served, no page open",
     "inspect": "inspector + 1 browser watching",
 }
-#: After each chunk of the side-by-side comparison: long enough for the page's next push and
-#: its fetch of the chosen agent (the inspector pushes every 0.1 s, the page fetches at most
-#: every 0.25 s).
-SETTLE_S = 0.3
+#: After each chunk of the side-by-side comparison: long enough for the page's next push, its
+#: fetch of the chosen agent and its redraw (the inspector pushes every 0.1 s; the page redraws
+#: once the pushes have paused for 0.3 s).
+SETTLE_S = 0.6
 LIMITS = {"unset": 1.05, "noop": 1.05, "served": 1.15, "inspect": 1.15}
 #: Turns per timed round of the seeing-inside rows: a second or two of a busy game, so that a
 #: watching page is measured as it runs while the game stays busy, not only as it wakes up.
@@ -527,11 +527,14 @@ def _print_ratios(figures: dict[str, Figure]) -> None:
     )
 
 
-async def _paired_async(chunks: int, chunk_turns: int, browser: Any) -> dict[str, list[float]]:
+async def _paired_async(
+    chunks: int, chunk_turns: int, browser: Any
+) -> tuple[dict[str, list[float]], list[tuple[float, float]]]:
     """Every observing setup of the asyncio face alive at once on one loop, timed in chunks of
     `chunk_turns` taken in turn: each chunk of a setup runs next to one of telemetry off, so
     their ratio cancels the load the machine had at that moment. Seconds per chunk (wall time,
-    plus the CPU time of what it left for the loop to do after it), by mode."""
+    plus the CPU time of what it left for the loop to do after it), by mode; and per watched
+    chunk, the browser's CPU seconds during it and in the settling time after it."""
     import turnloom as tl
 
     modes = [m for m in OBSERVING if m != "inspect" or browser is not None]
@@ -547,15 +550,19 @@ async def _paired_async(chunks: int, chunk_turns: int, browser: Any) -> dict[str
                 if mode == "inspect":
                     await asyncio.to_thread(browser.watch, page.url, agents[mode][0].agent_id)
         timed: dict[str, list[float]] = {mode: [] for mode in modes}
+        browser_cpu: list[tuple[float, float]] = []
         for chunk in range(chunks + 1):  # the first round warms up
             for mode in modes:
                 crowd, paused, answered = agents[mode], 0, 0
+                watched = mode == "inspect" and chunk > 0
+                before = browser.cpu_seconds() if watched else 0.0
                 t0 = time.perf_counter()
                 for i in range(chunk_turns):
                     agent = crowd[i % AGENTS]
                     paused += (await agent.send_message("hi")).pause is not None
                     answered += bool((await agent.resume()).result.text)  # type: ignore[union-attr]
                 seconds = time.perf_counter() - t0
+                during = browser.cpu_seconds() if watched else 0.0
                 # What the chunk leaves for later (the page's push and its fetch of the agent)
                 # would land in the next setup's chunk: let it run now, and count the CPU it
                 # takes as this chunk's.
@@ -564,14 +571,18 @@ async def _paired_async(chunks: int, chunk_turns: int, browser: Any) -> dict[str
                 seconds += time.process_time() - cpu
                 if chunk:
                     timed[mode].append(seconds)
+                if watched:
+                    browser_cpu.append((during - before, browser.cpu_seconds() - during))
                 assert paused == answered == chunk_turns, (mode, paused, answered)
-        return timed
+        return timed, browser_cpu
     finally:
         for engine in engines.values():
             await engine.aclose()
 
 
-def _print_paired(timed: dict[str, list[float]]) -> list[str]:
+def _print_paired(
+    timed: dict[str, list[float]], browser_cpu: list[tuple[float, float]]
+) -> list[str]:
     """The median of each setup's chunk-by-chunk ratios to telemetry off; the rows over."""
     over = []
     off = timed["off"]
@@ -591,6 +602,13 @@ def _print_paired(timed: dict[str, list[float]]) -> list[str]:
         if middle > limit:
             over.append(f"AsyncEngine (paired) {OBSERVING[mode]}")
         print(f"  {OBSERVING[mode]:<32} {middle:5.3f}x off ({low:.3f}-{high:.3f})  {verdict}")
+    if browser_cpu:
+        during = statistics.median(d for d, _ in browser_cpu) * 1000
+        after = statistics.median(a for _, a in browser_cpu) * 1000
+        print(
+            f"  {'':<32} the browser's CPU per watched chunk (median): {during:.1f} ms during "
+            f"it, {after:.1f} ms in the {SETTLE_S} s after it"
+        )
     return over
 
 
@@ -728,7 +746,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     if "tl_async" in figures:
         _print_ratios(figures)
-    over = _print_observing(figures, variants) + _print_paired(paired)
+    over = _print_observing(figures, variants) + _print_paired(*paired)
     if over:
         print(f"OVER TARGET: {', '.join(over)}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

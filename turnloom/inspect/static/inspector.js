@@ -388,32 +388,35 @@ function renderTimeline(detail) {
 
 // --- live -------------------------------------------------------------------------------------
 
-// A busy game changes faster than anyone reads: the page redraws at most every REDRAW_MS,
-// the list and the chosen agent together (the agent fetched first, then both written in one
-// go, so the browser lays the page out once), the latest state each time. After BUSY_STREAK
-// redraws back to back (something changed every time), at most every BUSY_REDRAW_MS, until a
-// redraw is not needed at once again: the browser then works a quarter as often while the
-// game is busy, and what the page shows is at most a second old.
-const REDRAW_MS = 250, BUSY_REDRAW_MS = 1000, BUSY_STREAK = 4;
+// A busy game changes faster than anyone reads, and its busiest moments (a room of NPCs
+// answering at once) are when it needs the machine most: the page redraws once the pushes
+// have paused for QUIET_MS (the server pushes every 0.1 s, and every 0.25 s while the game
+// stays busy, so a pause that long means the burst is over), or MAX_WAIT_MS after the first
+// change it has not shown yet, whichever comes first; the list and the chosen agent together
+// (the agent fetched first, then both written in one go, so the browser lays the page out
+// once), the latest state each time. A change shows within about a third of a second, what the
+// page shows during a long busy stretch is at most a second old, and the browser's work lands
+// after a burst rather than in it.
+const QUIET_MS = 300, MAX_WAIT_MS = 1000;
 let listDirty = false, chosenDirty = false;
 
-function throttled(run) {
-  let last = -Infinity, timer = null, running = false, again = false, streak = 0;
-  const gap = () => (streak >= BUSY_STREAK ? BUSY_REDRAW_MS : REDRAW_MS);
+function debounced(run) {
+  let timer = null, first = null, running = false, again = false;
   const go = async () => {
-    const now = performance.now();
-    streak = now - last <= gap() + 50 ? streak + 1 : 0;
-    timer = null; running = true; last = now;
+    timer = null; first = null; running = true;
     try { await run(); } finally { running = false; if (again) { again = false; schedule(); } }
   };
   const schedule = () => {
     if (running) { again = true; return; }
-    if (timer === null) timer = setTimeout(go, Math.max(0, last + gap() - performance.now()));
+    const now = performance.now();
+    if (first === null) first = now;
+    clearTimeout(timer);
+    timer = setTimeout(go, Math.max(0, Math.min(QUIET_MS, first + MAX_WAIT_MS - now)));
   };
   return schedule;
 }
 
-const scheduleRedraw = throttled(async () => {
+const scheduleRedraw = debounced(async () => {
   const list = listDirty, chosen = chosenDirty;
   listDirty = chosenDirty = false;
   const detail = chosen ? await fetchDetail(false) : null;

@@ -1,25 +1,22 @@
-"""A SQLite store's WAL checkpoints, made by a thread of their own rather than by a write.
+"""A SQLite store's WAL checkpoints, made by a thread of their own before a write has to.
 
 In WAL mode a commit appends the pages it changed to the `-wal` file; a checkpoint copies them
 into the database file, with an fsync of the WAL before and of the database after
 (`synchronous` NORMAL and above), so that the WAL can be written again from its start. SQLite
-makes one by itself in the commit that finds the WAL past 1,000 pages: a busy worker's engine
-loop then sits in that copy and its fsyncs, several milliseconds every few dozen groups, while
-no agent moves (replayed writes of 64 agents in groups of 21: 13.0 µs per write with SQLite's
-own checkpoints, 6.7 with none at all).
+makes one in the commit that finds the WAL past 1,000 pages: a busy worker's engine loop then
+sits in that copy and its fsyncs, milliseconds every few dozen groups, while no agent moves.
 
-`Checkpointer` turns SQLite's own checkpoints off on the store's connection and makes them on
-a connection of its own, by a thread woken every so many commits (about `PAGES` pages, the
-count adjusted to what each checkpoint finds in the WAL). Its checkpoints are PASSIVE: they
-never stop a write, and SQLite releases the GIL while it copies and syncs, so the loop goes on
-meanwhile. What was committed during one is left in the WAL, so after each the store's
-connection checkpoints that remainder itself at its next commit (`behind`): a few pages to
-copy and sync, after which the WAL starts again from its start, as after SQLite's own.
+`Checkpointer` makes them first, on a connection of its own, by a thread woken every so many
+commits (when the WAL holds about `PAGES` pages: the count of commits is adjusted to what each
+checkpoint finds). Its checkpoints are PASSIVE, so they never hold a write back, and SQLite
+releases the GIL while it copies and syncs, so the loop goes on meanwhile; it checkpoints
+again what was committed during one, at most `_PASSES` times in a row. Once the WAL is all
+copied, the next commit writes it again from its start, and SQLite's own checkpoint, still on,
+never comes; if the thread falls behind, SQLite's own checkpoint finds most of the WAL copied
+and synced already, and keeps the WAL as small as it does without the thread.
 
-Durability is what it was: a commit is in the WAL before the host hears of it (and synced
-with `synchronous` FULL), and the WAL is synced at least as often as SQLite's own checkpoints
-would (every `PAGES` pages instead of 1,000). If the thread fails, the store's connection makes
-its checkpoints again by itself (`failed`).
+Nothing is written later or synced less: a commit is in the WAL before the host hears of it
+(and synced with `synchronous` FULL), and the WAL is synced at least as often as before.
 """
 
 from __future__ import annotations
@@ -31,24 +28,21 @@ from ...support.logs import get_logger
 
 log = get_logger("turnloom.store")
 
-#: About how many pages are written to the WAL between two of the thread's checkpoints (half
-#: SQLite's own threshold: the WAL's file stays about as large as SQLite's own keeps it).
-PAGES = 500
+#: About how many pages the WAL holds when the thread checkpoints it: below SQLite's own
+#: threshold (1,000), so that the thread's checkpoint comes first.
+PAGES = 800
 #: Commits between the first checkpoints, before the count is adjusted to what they found.
 _FIRST_EVERY = 16
 _MOST_EVERY = 100_000
-#: How far behind (in `every`s) the thread may be before the store checkpoints by itself.
-_LAGGING = 4
-#: The most the WAL's file keeps of its size after it started again (bytes): a WAL that grew
-#: past it while a checkpoint lagged is cut back (`PRAGMA journal_size_limit`).
-WAL_LIMIT = 4 << 20
+#: Checkpoints the thread makes back to back at most, each copying what was committed during
+#: the one before, until the WAL is all copied.
+_PASSES = 3
 
 
 class Checkpointer:
-    """Checkpoints the WAL of the SQLite file at `path` about every `PAGES` pages written
-    (counted in commits: `committed`), with the store's `synchronous` setting, on a thread of
-    its own. The store's connection calls `committed` after each commit, and checkpoints what
-    is left when `behind` is set."""
+    """Checkpoints the WAL of the SQLite file at `path` when it holds about `PAGES` pages
+    (counted in commits: the store's connection calls `committed` after each), with the
+    store's `synchronous` setting, on a thread of its own."""
 
     def __init__(self, path: str, synchronous: str) -> None:
         self._path = path
@@ -58,28 +52,19 @@ class Checkpointer:
         self._commits = 0
         #: Commits between two checkpoints (adjusted after each).
         self.every = _FIRST_EVERY
-        #: Whether the thread failed (the store's connection still makes its own checkpoints).
+        #: Whether the thread failed (logged; SQLite's own checkpoints go on).
         self.failed = False
-        #: Checkpoints made so far.
+        #: Checkpoints made so far (passes in a row count once).
         self.made = 0
-        #: Commits since the last checkpoint (the thread's, or the store connection's).
-        self.since = 0
-        #: Set after each of the thread's checkpoints: the store's connection then checkpoints
-        #: what was written meanwhile, so that the WAL starts again from its start.
-        self.behind = False
         self._thread = threading.Thread(target=self._run, name="turnloom-checkpoint", daemon=True)
         self._thread.start()
 
-    def committed(self) -> bool:
-        """Count a commit of the store's connection; every `every`, wake the thread. True if
-        the thread lags far behind (`_LAGGING` times `every` commits since its last
-        checkpoint): the store's connection then checkpoints by itself, as SQLite would."""
+    def committed(self) -> None:
+        """Count a commit of the store's connection; every `every`, wake the thread."""
         self._commits += 1
         if self._commits >= self.every:
             self._commits = 0
             self._wake.set()
-        self.since += 1
-        return self.since > _LAGGING * self.every
 
     def _run(self) -> None:
         try:
@@ -95,15 +80,17 @@ class Checkpointer:
                 self._wake.clear()
                 if self._stopping:
                     return
-                # The WAL holds what was written since the last checkpoint (it started again
-                # after the store's connection caught up).
-                _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                # The WAL's pages since it last started again (-1: another checkpoint runs).
+                _, pages, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                left = pages
+                for _ in range(_PASSES - 1):
+                    if copied >= left:
+                        break
+                    _, left, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 self.made += 1
-                self.since = 0
-                self.behind = True
-                if frames > 0:  # at most twice as many commits: groups may grow
+                if pages > 0:  # at most twice as many commits at once: groups may grow
                     every = self.every
-                    self.every = max(1, min(2 * every, _MOST_EVERY, every * PAGES // frames))
+                    self.every = max(1, min(2 * every, _MOST_EVERY, every * PAGES // pages))
         except sqlite3.Error:
             log.exception("store.checkpoint_failed", path=self._path)
             self.failed = True
@@ -111,7 +98,7 @@ class Checkpointer:
             db.close()
 
     def close(self) -> None:
-        """Stop the thread (the store's connection, closed last, makes the last checkpoint)."""
+        """Stop the thread and close its connection."""
         self._stopping = True
         self._wake.set()
         self._thread.join()

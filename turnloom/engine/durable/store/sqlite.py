@@ -17,8 +17,8 @@ holds. `synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any
 nothing lost; a power cut may lose the last writes but never corrupts the file (SQLite's own
 guarantee). Pass `synchronous="FULL"` to make each write survive a power cut too, at the cost
 of an fsync (one per group). The WAL's checkpoints are made by a thread of their own
-(`checkpoints`), not by the commit that finds the WAL full, so a group's write never waits for
-one.
+(`checkpoints`) before the commit that finds the WAL full would make them, so a group's write
+seldom waits for one.
 
 A file of schema 1 (whole snapshots only) is taken as it is and marked 2 once the dialog table
 and the tail column are added: its rows are heads with no parts. A turnloom that reads only
@@ -33,14 +33,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
-from ...support.logs import get_logger
 from ...support.rejections import InvalidParamValue
 from .base import Store, Write
-from .checkpoints import WAL_LIMIT, Checkpointer
+from .checkpoints import Checkpointer
 from .parts import SplitWrite, assemble
 from .slots import SQLiteSlots
-
-log = get_logger("turnloom.store")
 
 #: The layout this module writes; a file with another is refused (1 is taken and upgraded).
 SCHEMA_VERSION = 2
@@ -131,13 +128,11 @@ class SQLiteStore(SQLiteSlots, Store):
                     "UPDATE turnloom_meta SET value = ? WHERE key = 'schema'",
                     (str(SCHEMA_VERSION),),
                 )
-        #: The WAL's checkpoints, made by a thread of their own rather than by the commit that
-        #: finds the WAL full (`checkpoints`); None for a store in memory (no WAL).
+        #: The thread that checkpoints the WAL before a commit finds it full (`checkpoints`);
+        #: None for a store in memory (no WAL).
         self._checkpoints: Checkpointer | None = None
         if mode == "wal":
             self._checkpoints = Checkpointer(os.fspath(path), synchronous)
-            self._db.execute("PRAGMA wal_autocheckpoint=0")
-            self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
@@ -195,23 +190,13 @@ class SQLiteStore(SQLiteSlots, Store):
         return []
 
     def _after_commit(self) -> None:
-        """After a commit (holding `_lock`): what the checkpoints' thread left is checkpointed
-        (a few pages), and the commit counted; once the thread failed, SQLite checkpoints by
-        itself again."""
+        """After a commit (holding `_lock`): counted for the checkpoints' thread."""
         checkpoints = self._checkpoints
-        if checkpoints is None:
-            return
-        if checkpoints.failed:
-            self._db.execute("PRAGMA wal_autocheckpoint=1000")
-            self._checkpoints = None
-            return
-        if checkpoints.committed() or checkpoints.behind:
-            checkpoints.behind = False
-            checkpoints.since = 0
-            try:
-                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error:  # the commit is in all the same; the next one tries again
-                log.exception("store.checkpoint_failed")
+        if checkpoints is not None:
+            if checkpoints.failed:
+                self._checkpoints = None
+            else:
+                checkpoints.committed()
 
     def _many(self, statement: tuple[str, str, str], rows: list[tuple[Any, ...]]) -> None:
         """`rows` written by one statement of many VALUES (per `_ROWS_PER_STATEMENT`): one

@@ -5,6 +5,7 @@ scoring is in test_tool_decision_llama.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Sequence
@@ -161,8 +162,9 @@ def test_calibration_runs_once_per_tool_set_and_boundaries_once_per_backend() ->
     run(scorer, params, "lamp please")
     first = len(scorer.scored)
     run(scorer, params, "lamp again")
-    boundaries = len(sr.CALIBRATION) + len(sr.CALIBRATION_AFTER_CALL)
-    # The boundaries' lines, the line's request, the content-free lines, the line's tool.
+    # The boundaries' lines after each request prompt, the line's request (the scripted
+    # scorer is sure of it: one prompt), the content-free lines, the line's tool.
+    boundaries = 2 * (len(sr.CALIBRATION) + len(sr.CALIBRATION_AFTER_CALL))
     assert first == boundaries + 1 + len(sc._CONTENT_FREE) + 1
     assert len(scorer.scored) == first + 2  # boundaries and content-free scores were cached
 
@@ -395,8 +397,9 @@ def test_each_kind_of_line_has_its_own_boundary() -> None:
     assert kinds == {"question", "statement"}  # both measured on lines of their own
     for lines in (sr.CALIBRATION, sr.CALIBRATION_AFTER_CALL):
         assert {asks for _, asks in lines} == {True, False}
-    # The examples of the prompt are not among the lines that measure its boundaries.
-    assert not {line for line, _ in sr.EXAMPLES} & {line for line, _ in sr.CALIBRATION}
+    # The examples of the prompts are not among the lines that measure their boundaries.
+    calibration = {line for line, _ in sr.CALIBRATION + sr.CALIBRATION_AFTER_CALL}
+    assert not {line for line, _ in sr.EXAMPLES + sr.LONG_EXAMPLES} & calibration
 
 
 def test_a_request_right_after_a_call_follows_it_up() -> None:
@@ -524,12 +527,38 @@ def test_a_boolean_that_says_one_side_takes_the_other_from_its_tools_alternative
 def test_boundaries_a_model_ships_are_not_measured_again() -> None:
     class Shipped(ScoringMock):
         def measured(self, name: str) -> dict[str, float] | None:
-            kinds = ("question", "statement", "after call")
-            return dict.fromkeys(kinds, 0.0) if name == sr.MEASURED_AS else None
+            return dict.fromkeys(sr.BOUNDARIES, 0.0) if name == sr.MEASURED_AS else None
 
     scorer = Shipped("mock", script=["unused"])
     run(scorer, node(), "What a nice evening")
     assert len(scorer.scored) == 1  # the line's own request, nothing measured
     other = ScoringMock("mock", script=["unused"])
     run(other, node(), "What a nice evening")
-    assert len(other.scored) == 1 + len(sr.CALIBRATION) + len(sr.CALIBRATION_AFTER_CALL)
+    assert len(other.scored) == 1 + 2 * (len(sr.CALIBRATION) + len(sr.CALIBRATION_AFTER_CALL))
+
+
+def test_a_line_the_short_prompt_is_unsure_of_is_asked_again_after_the_long_one() -> None:
+    long_only = sr.LONG_EXAMPLES[1][0]  # a line only the long prompt shows
+
+    class TwoMinds(ScoringMock):
+        """Sure or unsure by the line's first word, and of another mind after the long
+        prompt; boundaries shipped at zero."""
+
+        def measured(self, name: str) -> dict[str, float] | None:
+            return dict.fromkeys(sr.BOUNDARIES, 0.0) if name == sr.MEASURED_AS else None
+
+        async def score_choices(
+            self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+        ) -> list[float]:
+            self.scored.append((prompt, list(choices), greedy))
+            short = 0.9 if " sure" in prompt.rsplit("Player:", 1)[1] else 0.2
+            return [-0.8 if long_only in prompt else short, 0.0]
+
+    scorer = TwoMinds("mock", script=["unused"])
+    unsure = asyncio.run(sr.request_margin(scorer, "Not quite clear, this one"))
+    assert unsure == pytest.approx((0.2 - 0.8) / 2)  # the two margins averaged: talk
+    assert [long_only in prompt for prompt, _, _ in scorer.scored] == [False, True]
+    scorer.scored.clear()
+    assert asyncio.run(sr.request_margin(scorer, "Quite sure of this one")) == 0.9
+    assert len(scorer.scored) == 1  # past SURE: the short prompt's answer stands alone
+    assert 0.2 < sr.SURE < 0.9

@@ -216,12 +216,15 @@ register_model(
         tool_decision="score",
         # Where its request/talk line lies, for the score decision (measured with
         # `score_request.measure_boundaries`, checked against a fresh measurement by the
-        # tests): a hundred scorings its first decision need not make.
+        # tests): two hundred scorings its first decision need not make.
         measured={
-            "request-boundaries/66b3f36ef51b7bd3": {
-                "question": 0.718,
-                "statement": 0.377,
-                "after call": -0.042,
+            "request-boundaries/292f8e9a1327455c": {
+                "short/question": 0.718,
+                "short/statement": 0.377,
+                "short/after call": -0.042,
+                "long/question": -0.122,
+                "long/statement": -0.326,
+                "long/after call": -0.506,
             }
         },
         # A base model happily writes the next user turn too; its turn opener is a control

@@ -13,6 +13,13 @@ library), halfway between the average margin of each kind, and cached.
 
 `request_margin` is then how far a line's margin lies past that boundary, in nats: above zero
 the line is a request, and the tools are asked which one it is for.
+
+A small model's answer moves with the examples it was shown, and the lines it is unsure of sit
+within a few tenths of a nat of the boundary. So a line the short prompt is not sure of (within
+`SURE` nats) is asked again after a longer prompt (`LONG_EXAMPLES`: each of the short prompt's
+examples followed by three more, polite orders that end in "thanks" and remarks about things
+among them), and the two margins past their own boundaries are averaged. Each prompt stays in
+a cached prompt of its own, so the second question costs only the line again.
 """
 
 from __future__ import annotations
@@ -27,10 +34,13 @@ from collections.abc import Sequence
 from ...inference.base import ModelBackend
 
 __all__ = [
+    "BOUNDARIES",
     "CALIBRATION",
     "CALIBRATION_AFTER_CALL",
     "EXAMPLES",
+    "LONG_EXAMPLES",
     "MEASURED_AS",
+    "SURE",
     "measure_boundaries",
     "request_margin",
 ]
@@ -54,6 +64,67 @@ EXAMPLES: tuple[tuple[str, bool], ...] = (
     ("Tell Anna I said hello.", True),
     ("I once had a coat like that.", False),
 )
+
+#: More examples for the long prompt, talk and requests in turn.
+_MORE_EXAMPLES: tuple[tuple[str, bool], ...] = (
+    ("I rode in from the east this morning.", False),
+    ("Just a coffee for me, thanks.", True),
+    ("I dropped a cup once, it shattered everywhere.", False),
+    ("Wrap it up for me, please.", True),
+    ("My sister works at the mill.", False),
+    ("Could you send for the blacksmith?", True),
+    ("The bridge creaks when you cross it.", False),
+    ("Let the innkeeper know we're leaving at dawn.", True),
+    ("The stable door is falling apart.", False),
+    ("Whenever you can, the fence by the well needs a coat of paint.", True),
+    ("Your bread always sells out early.", False),
+    ("Three candles.", True),
+    ("Thanks a lot, that was quick.", False),
+    ("Carry my bags upstairs.", True),
+    ("Cheers, see you around.", False),
+    ("We'll have two ales and a pie.", True),
+    ("Good afternoon, miss.", False),
+    ("Can you keep an eye on my horse?", True),
+    ("Where do you get your wool?", False),
+    ("Bring me the ledger.", True),
+    ("Did you make this yourself?", False),
+    ("Sing something cheerful.", True),
+    ("What a cold morning.", False),
+    ("Draw the curtains, the sun is in my eyes.", True),
+    ("I've been walking all day.", False),
+    ("Put out the fire before you go.", True),
+    ("My feet are killing me.", False),
+    ("Save me a seat by the window.", True),
+    ("That candle smells of honey.", False),
+    ("Some soup and bread, thanks.", True),
+    ("You're very good at this.", False),
+    ("I want my old room back.", True),
+    ("Wow, that was fast.", False),
+    ("Could I see the blue dress?", True),
+    ("Sorry I'm late.", False),
+    ("Go and find my brother.", True),
+    ("I'm fine, thank you.", False),
+    ("A pint for me and one for my friend, thanks.", True),
+    ("It's been a long week.", False),
+    ("Give the horses some water before we leave.", True),
+    ("The soldiers marched past at noon.", False),
+    ("Take this to the mayor's house.", True),
+    ("My father kept bees.", False),
+    ("Three more, then.", True),
+    ("Have a safe trip.", False),
+    ("Knock on my door at six.", True),
+    ("Lovely, that's just what I wanted.", False),
+    ("Pass the salt.", True),
+)
+#: The long prompt's examples: each of `EXAMPLES` followed by three of the others.
+LONG_EXAMPLES: tuple[tuple[str, bool], ...] = tuple(
+    example
+    for i, first in enumerate(EXAMPLES)
+    for example in (first, *_MORE_EXAMPLES[3 * i : 3 * i + 3])
+)
+#: Nats past its boundary beyond which the short prompt's answer stands alone: nearer, the
+#: long prompt is asked too (about two lines in five of `bench.toolcall_quality`'s sets).
+SURE = 0.5
 
 _REQUESTS = """Bake me two loaves of rye bread.
 Could you saddle my horse?
@@ -163,20 +234,28 @@ CALIBRATION_AFTER_CALL: tuple[tuple[str, bool], ...] = (
     *((line, False) for line in _THANKS.splitlines()),
 )
 
-_HEADER = "".join(
-    f"Player: {line}\nKind: {'request' if asks else 'talk'}\n" for line, asks in EXAMPLES
-)
+
+def _header(examples: Sequence[tuple[str, bool]]) -> str:
+    return "".join(
+        f"Player: {line}\nKind: {'request' if asks else 'talk'}\n" for line, asks in examples
+    )
+
+
+#: The prompts, by name, in the order they are asked.
+_HEADERS = {"short": _header(EXAMPLES), "long": _header(LONG_EXAMPLES)}
 _CHOICES = (" request\n", " talk\n")
 #: What the boundaries measure and how (the prompt and the lines), as `ModelBackend.measured`
 #: names values shipped with a model: change either and shipped values no longer apply.
 MEASURED_AS = (
     "request-boundaries/"
     + hashlib.sha256(
-        json.dumps([_HEADER, _CHOICES, CALIBRATION, CALIBRATION_AFTER_CALL]).encode("utf-8")
+        json.dumps([_HEADERS, _CHOICES, CALIBRATION, CALIBRATION_AFTER_CALL]).encode("utf-8")
     ).hexdigest()[:16]
 )
 _KINDS = ("question", "statement", "after call")
-#: Per backend, the raw margin halfway between requests and talk, per kind of line.
+#: The names of the boundaries: one per prompt and kind of line ("short/question").
+BOUNDARIES = tuple(f"{name}/{kind}" for name in _HEADERS for kind in _KINDS)
+#: Per backend, the raw margin halfway between requests and talk, per prompt and kind of line.
 _BOUNDARIES: weakref.WeakKeyDictionary[ModelBackend, dict[str, float]] = weakref.WeakKeyDictionary()
 _BOUNDARIES_LOCK = threading.Lock()  # engines on several threads may share a backend
 
@@ -187,7 +266,12 @@ async def request_margin(
     """How far `line` lies on the request side of its kind's boundary, in nats (<= 0: talk);
     `after_call`: the NPC has just called a tool (the line may follow that request up)."""
     boundaries = await _boundaries(backend, agent_id)
-    return await _raw_margin(backend, line, agent_id) - boundaries[_kind(line, after_call)]
+    kind = _kind(line, after_call)
+    short = await _raw_margin(backend, "short", line, agent_id) - boundaries[f"short/{kind}"]
+    if abs(short) >= SURE:
+        return short
+    long = await _raw_margin(backend, "long", line, agent_id) - boundaries[f"long/{kind}"]
+    return (short + long) / 2
 
 
 def _kind(line: str, after_call: bool) -> str:
@@ -196,8 +280,8 @@ def _kind(line: str, after_call: bool) -> str:
     return "after call" if after_call else "statement"
 
 
-async def _raw_margin(backend: ModelBackend, line: str, agent_id: int) -> float:
-    prompt = f"{_HEADER}Player: {' '.join(line.split())}\nKind:"
+async def _raw_margin(backend: ModelBackend, header: str, line: str, agent_id: int) -> float:
+    prompt = f"{_HEADERS[header]}Player: {' '.join(line.split())}\nKind:"
     request, talk = await backend.score_choices(prompt, _CHOICES, agent_id=agent_id)
     return request - talk
 
@@ -209,7 +293,7 @@ async def _boundaries(backend: ModelBackend, agent_id: int) -> dict[str, float]:
         boundaries = _BOUNDARIES.get(backend)
     if boundaries is None:
         shipped = backend.measured(MEASURED_AS)
-        if shipped is not None and set(shipped) == set(_KINDS):
+        if shipped is not None and set(shipped) == set(BOUNDARIES):
             boundaries = dict(shipped)
         else:
             boundaries = await measure_boundaries(backend, agent_id)
@@ -219,21 +303,26 @@ async def _boundaries(backend: ModelBackend, agent_id: int) -> dict[str, float]:
 
 
 async def measure_boundaries(backend: ModelBackend, agent_id: int = 0) -> dict[str, float]:
-    """The boundary between requests and talk for each kind of line, measured on `backend`
-    (about a hundred short scorings: what a model that ships them under `MEASURED_AS` skips)."""
+    """The boundary between requests and talk for each prompt and kind of line (`BOUNDARIES`),
+    measured on `backend` (about a hundred short scorings per prompt: what a model that ships
+    them under `MEASURED_AS` skips)."""
     lines = {
         kind: [(line, asks) for line, asks in CALIBRATION if _kind(line, False) == kind]
         for kind in _KINDS[:2]
     }
     lines["after call"] = list(CALIBRATION_AFTER_CALL)
-    return {kind: await _measure(backend, of, agent_id) for kind, of in lines.items()}
+    return {
+        f"{header}/{kind}": await _measure(backend, header, of, agent_id)
+        for header in _HEADERS
+        for kind, of in lines.items()
+    }
 
 
 async def _measure(
-    backend: ModelBackend, lines: Sequence[tuple[str, bool]], agent_id: int
+    backend: ModelBackend, header: str, lines: Sequence[tuple[str, bool]], agent_id: int
 ) -> float:
     """Halfway between the average margins of the requests and the talk of `lines`."""
-    margins = [(await _raw_margin(backend, line, agent_id), asks) for line, asks in lines]
+    margins = [(await _raw_margin(backend, header, line, agent_id), asks) for line, asks in lines]
     requests = [m for m, asks in margins if asks]
     talk = [m for m, asks in margins if not asks]
     return (statistics.fmean(requests) + statistics.fmean(talk)) / 2

@@ -125,36 +125,41 @@ class RedisStore(RedisSlots, SharedStore):
         others' ids are returned."""
         calls = []
         for start in range(0, len(writes), _SAVE_BATCH):
-            batch = []
+            # The writes' table, and the heads and tails it points to (ARGV from index 4 on).
+            table: list[tuple[Any, ...]] = []
+            blobs: list[bytes] = []
             for agent_id, document, deadline in writes[start : start + _SAVE_BATCH]:
                 split = as_split(document)
-                sealed, tail = split.parts, b""
+                sealed, at_tail = split.parts, 0
+                blobs.append(split.head)
+                at_head = len(blobs) + 3
                 if split.tail:
-                    sealed, tail = sealed[:-1], sealed[-1]
-                batch.append(
+                    blobs.append(sealed[-1])
+                    sealed, at_tail = sealed[:-1], len(blobs) + 3
+                table.append(
                     (
                         str(agent_id),
-                        split.head,
+                        at_head,
                         "" if deadline is None else repr(deadline),
                         -1 if split.base is None else split.base,
                         sealed,
-                        tail,
+                        at_tail,
                     )
                 )
-            calls.append(batch)
+            calls.append((table, blobs))
         if len(calls) == 1:
-            replies = [self._save_call(calls[0])]
+            replies = [self._save_call(*calls[0])]
         else:
             keys = [self.key, self._owners, self._deadlines, self._tails]
             script = self._scripts["SAVE_MANY"]
             pipe = self._client.pipeline(transaction=False)
-            for batch in calls:
-                args = [self.worker, self._dialogs, msgpack.packb(batch, use_bin_type=False)]
-                script(keys=keys, args=args, client=pipe)
+            for table, blobs in calls:
+                packed = msgpack.packb(table, use_bin_type=False)
+                script(keys=keys, args=[self.worker, self._dialogs, packed, *blobs], client=pipe)
             replies = pipe.execute()
         return [int(agent_id) for reply in replies for agent_id in reply]
 
-    def _save_call(self, batch: list[tuple[Any, ...]]) -> Any:
+    def _save_call(self, table: list[tuple[Any, ...]], blobs: list[bytes]) -> Any:
         """One SAVE_MANY call on this store's own connection: the client's command path
         (pool, retries, its telemetry) costs several times the round trip itself, and a write
         group is made at almost every loop iteration of a busy worker. Like the client, this
@@ -162,18 +167,18 @@ class RedisStore(RedisSlots, SharedStore):
         may be made twice: SAVE_MANY's writes are idempotent, its parts replaced from a given
         index)."""
         with self._writing:
-            return self._save_on_writer(batch)
+            return self._save_on_writer(table, blobs)
 
-    def _save_on_writer(self, batch: list[tuple[Any, ...]]) -> Any:
+    def _save_on_writer(self, table: list[tuple[Any, ...]], blobs: list[bytes]) -> Any:
         script = self._scripts["SAVE_MANY"]
-        writes = self._packer.pack(batch)
+        packed = self._packer.pack(table)
         if self._writer is None:
             self._writer = self._client.connection_pool.get_connection()
         conn = self._writer
         again = True
         while True:
             try:
-                conn.send_command("EVALSHA", script.sha, 4, *self._save_head, writes)
+                conn.send_command("EVALSHA", script.sha, 4, *self._save_head, packed, *blobs)
                 return conn.read_response()
             except redis.exceptions.NoScriptError:
                 if not again:

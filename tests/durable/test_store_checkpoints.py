@@ -1,7 +1,8 @@
 """A SQLite store's WAL checkpoints are made by a thread of their own (`store.checkpoints`)
-before the commit that finds the WAL full makes them: the WAL still starts again from its
-start, every write is read back whole (by a new store, and by one opened after a crash), and
-a thread that fails leaves the checkpoints to SQLite.
+before the commit that finds the WAL full would make them: the WAL still starts again from its
+start, it stays as small as SQLite keeps it when the thread lags, every write is read back
+whole (by a new store, and by one opened after a crash), and a thread that fails leaves the
+checkpoints to SQLite's own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from turnloom.engine.durable.store import SQLiteStore, checkpoints
+from turnloom.engine.durable.store import SQLiteStore
 from turnloom.engine.durable.store.parts import SplitWrite, assemble, parts_marker
 
 #: 64 agents, each head about a kilobyte: a group of 16 changes a dozen pages.
@@ -63,7 +64,7 @@ def test_the_thread_checkpoints_and_the_wal_starts_again(tmp_path: Path) -> None
     # The database file holds what the checkpoints copied, and the WAL was written again from
     # its start after them: it never held the 9,600 pages written.
     assert path.stat().st_size > AGENTS * 1000
-    assert _wal_pages(path) < 2 * checkpoints.PAGES
+    assert _wal_pages(path) < 1100  # SQLite's own bound: 1,000 pages and the last commit's
     store.close()
     assert not thread._thread.is_alive()
     again = SQLiteStore(path)
@@ -80,6 +81,21 @@ def test_a_store_in_memory_has_no_checkpoints_thread() -> None:
     store.close()
 
 
+def test_a_stopped_thread_leaves_the_wal_as_small_as_sqlite_keeps_it(tmp_path: Path) -> None:
+    path = tmp_path / "game.db"
+    store = SQLiteStore(path)
+    thread = store._checkpoints
+    assert thread is not None
+    thread.close()  # as stalled as a thread can be: the store's connection checkpoints
+    _write_rounds(store, 150)  # 7,200 pages
+    assert _wal_pages(path) < 1100  # SQLite's own bound: 1,000 pages and the last commit's
+    assert thread.made == 0
+    store.close()
+    again = SQLiteStore(path)
+    assert dict(again.load_all())[64] == b"64:149:".ljust(1000, b".")
+    again.close()
+
+
 def test_a_failed_thread_leaves_the_checkpoints_to_sqlite(tmp_path: Path) -> None:
     path = tmp_path / "game.db"
     store = SQLiteStore(path)
@@ -89,6 +105,7 @@ def test_a_failed_thread_leaves_the_checkpoints_to_sqlite(tmp_path: Path) -> Non
     thread.failed = True  # as its connection would after an error
     _write_rounds(store, 1)
     assert store._checkpoints is None  # no longer counted
+    assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone() == (1000,)
     _write_rounds(store, 150, 1)  # 7,200 pages: SQLite's own checkpoints keep the WAL small
     assert _wal_pages(path) < 1100
     store.close()

@@ -18,7 +18,7 @@ nothing lost; a power cut may lose the last writes but never corrupts the file (
 guarantee). Pass `synchronous="FULL"` to make each write survive a power cut too, at the cost
 of an fsync (one per group). The WAL's checkpoints are made by a thread of their own
 (`checkpoints`) before the commit that finds the WAL full would make them, so a group's write
-seldom waits for one.
+seldom waits for one (SQLite's own stay on, as the bound).
 
 A file of schema 1 (whole snapshots only) is taken as it is and marked 2 once the dialog table
 and the tail column are added: its rows are heads with no parts. A turnloom that reads only
@@ -33,11 +33,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
+from ...support.logs import get_logger
 from ...support.rejections import InvalidParamValue
 from .base import Store, Write
-from .checkpoints import Checkpointer
+from .checkpoints import WAL_LIMIT, Checkpointer
 from .parts import SplitWrite, assemble
 from .slots import SQLiteSlots
+
+log = get_logger("turnloom.store")
 
 #: The layout this module writes; a file with another is refused (1 is taken and upgraded).
 SCHEMA_VERSION = 2
@@ -133,6 +136,7 @@ class SQLiteStore(SQLiteSlots, Store):
         self._checkpoints: Checkpointer | None = None
         if mode == "wal":
             self._checkpoints = Checkpointer(os.fspath(path), synchronous)
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
@@ -190,13 +194,29 @@ class SQLiteStore(SQLiteSlots, Store):
         return []
 
     def _after_commit(self) -> None:
-        """After a commit (holding `_lock`): counted for the checkpoints' thread."""
+        """After a commit (holding `_lock`): counted for the checkpoints' thread; the pages it
+        left are copied (a few), or, the WAL near SQLite's own threshold while the thread's
+        checkpoint is under way (a slow disk), all of it once that one is over, as SQLite's
+        own would; a thread that failed leaves the checkpoints to SQLite's own."""
         checkpoints = self._checkpoints
-        if checkpoints is not None:
-            if checkpoints.failed:
-                self._checkpoints = None
+        if checkpoints is None:
+            return
+        if checkpoints.failed:
+            self._checkpoints = None
+            return
+        full = checkpoints.committed()
+        if full or checkpoints.behind:
+            checkpoints.behind = False
+            # FULL waits (the busy timeout) for a checkpoint under way; PASSIVE never waits.
+            try:
+                _, pages, copied = self._db.execute(
+                    "PRAGMA wal_checkpoint(FULL)" if full else "PRAGMA wal_checkpoint(PASSIVE)"
+                ).fetchone()
+            except sqlite3.Error:  # the commit is in: the next one tries again
+                log.exception("store.checkpoint_failed")
             else:
-                checkpoints.committed()
+                if pages >= 0 and copied == pages:  # (-1, -1): the thread's was under way
+                    checkpoints.copied_all()
 
     def _many(self, statement: tuple[str, str, str], rows: list[tuple[Any, ...]]) -> None:
         """`rows` written by one statement of many VALUES (per `_ROWS_PER_STATEMENT`): one

@@ -68,9 +68,6 @@ class SQLiteSlots(SlotShelf):
             self._slots_ready = True
         return self._db
 
-    def _after_commit(self) -> None:
-        """Called holding `_lock` after each commit (the store counts them: `checkpoints`)."""
-
     def save_slot(self, info: SlotInfo, document: bytes) -> None:
         """One autocommit statement: the slot is replaced atomically."""
         with self._lock:
@@ -78,7 +75,6 @@ class SQLiteSlots(SlotShelf):
                 "INSERT OR REPLACE INTO turnloom_slots VALUES (?, ?, ?, ?)",
                 (info.slot, info.agent_id, info.saved_at, document),
             )
-            self._after_commit()
 
     def load_slot(self, slot: str) -> bytes | None:
         """The slot's document."""
@@ -104,7 +100,6 @@ class SQLiteSlots(SlotShelf):
         """Remove the row."""
         with self._lock:
             done = self._slot_table().execute("DELETE FROM turnloom_slots WHERE slot = ?", (slot,))
-            self._after_commit()
             return done.rowcount > 0
 
 

@@ -16,9 +16,7 @@ previous or its new write, never between, and a group costs one commit however m
 holds. `synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any instant with
 nothing lost; a power cut may lose the last writes but never corrupts the file (SQLite's own
 guarantee). Pass `synchronous="FULL"` to make each write survive a power cut too, at the cost
-of an fsync (one per group). The WAL's checkpoints are made by a thread of their own
-(`checkpoints`) before the commit that finds the WAL full would make them, so a group's write
-seldom waits for one (SQLite's own stay on, as the bound).
+of an fsync (one per group).
 
 A file of schema 1 (whole snapshots only) is taken as it is and marked 2 once the dialog table
 and the tail column are added: its rows are heads with no parts. A turnloom that reads only
@@ -33,14 +31,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
-from ...support.logs import get_logger
 from ...support.rejections import InvalidParamValue
 from .base import Store, Write
-from .checkpoints import WAL_LIMIT, Checkpointer
 from .parts import SplitWrite, assemble
 from .slots import SQLiteSlots
-
-log = get_logger("turnloom.store")
 
 #: The layout this module writes; a file with another is refused (1 is taken and upgraded).
 SCHEMA_VERSION = 2
@@ -96,7 +90,7 @@ class SQLiteStore(SQLiteSlots, Store):
                 f"store {os.fspath(path)!r} is not a SQLite database ({exc}); "
                 "the file was not changed: give the path of a turnloom store or of a new file"
             ) from None
-        (mode,) = self._db.execute("PRAGMA journal_mode=WAL").fetchone()
+        self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous}")
         # A group's statements of many rows each keep a statement journal (to undo one
         # statement alone): in memory, not a temporary file created, written and deleted for
@@ -131,12 +125,6 @@ class SQLiteStore(SQLiteSlots, Store):
                     "UPDATE turnloom_meta SET value = ? WHERE key = 'schema'",
                     (str(SCHEMA_VERSION),),
                 )
-        #: The thread that checkpoints the WAL before a commit finds it full (`checkpoints`);
-        #: None for a store in memory (no WAL).
-        self._checkpoints: Checkpointer | None = None
-        if mode == "wal":
-            self._checkpoints = Checkpointer(os.fspath(path), synchronous)
-            self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
@@ -153,7 +141,6 @@ class SQLiteStore(SQLiteSlots, Store):
         if rest is not None:
             with self._lock:
                 self._db.execute(self._statement(_REST, len(writes)), rest)
-                self._after_commit()
             return []
         # Blobs as bytearrays: the sqlite3 module adapts any other bytes-like parameter first,
         # which costs a failed attribute lookup and its exception per value.
@@ -180,43 +167,16 @@ class SQLiteStore(SQLiteSlots, Store):
             if parts or not base:
                 drops.append((agent_id, base))
                 sealed += [(agent_id, base + i, _blob(part)) for i, part in enumerate(parts)]
-        with self._lock:
-            with self._transaction():
-                if heads:
-                    self._many(_HEADS, heads)
-                if rows:
-                    self._many(_ROWS, rows)
-                if drops:
-                    self._db.executemany(_DROP_PARTS, drops)
-                if sealed:
-                    self._db.executemany(_ADD_PART, sealed)
-            self._after_commit()
+        with self._lock, self._transaction():
+            if heads:
+                self._many(_HEADS, heads)
+            if rows:
+                self._many(_ROWS, rows)
+            if drops:
+                self._db.executemany(_DROP_PARTS, drops)
+            if sealed:
+                self._db.executemany(_ADD_PART, sealed)
         return []
-
-    def _after_commit(self) -> None:
-        """After a commit (holding `_lock`): counted for the checkpoints' thread; the pages it
-        left are copied (a few), or, the WAL near SQLite's own threshold while the thread's
-        checkpoint is under way (a slow disk), all of it once that one is over, as SQLite's
-        own would; a thread that failed leaves the checkpoints to SQLite's own."""
-        checkpoints = self._checkpoints
-        if checkpoints is None:
-            return
-        if checkpoints.failed:
-            self._checkpoints = None
-            return
-        full = checkpoints.committed()
-        if full or checkpoints.behind:
-            checkpoints.behind = False
-            # FULL waits (the busy timeout) for a checkpoint under way; PASSIVE never waits.
-            try:
-                _, pages, copied = self._db.execute(
-                    "PRAGMA wal_checkpoint(FULL)" if full else "PRAGMA wal_checkpoint(PASSIVE)"
-                ).fetchone()
-            except sqlite3.Error:  # the commit is in: the next one tries again
-                log.exception("store.checkpoint_failed")
-            else:
-                if pages >= 0 and copied == pages:  # (-1, -1): the thread's was under way
-                    checkpoints.copied_all()
 
     def _many(self, statement: tuple[str, str, str], rows: list[tuple[Any, ...]]) -> None:
         """`rows` written by one statement of many VALUES (per `_ROWS_PER_STATEMENT`): one
@@ -239,11 +199,9 @@ class SQLiteStore(SQLiteSlots, Store):
 
     def delete(self, agent_id: int) -> None:
         """Remove the agent's row and its parts."""
-        with self._lock:
-            with self._transaction():
-                self._db.execute("DELETE FROM turnloom_agents WHERE agent_id = ?", (agent_id,))
-                self._db.execute("DELETE FROM turnloom_dialog WHERE agent_id = ?", (agent_id,))
-            self._after_commit()
+        with self._lock, self._transaction():
+            self._db.execute("DELETE FROM turnloom_agents WHERE agent_id = ?", (agent_id,))
+            self._db.execute("DELETE FROM turnloom_dialog WHERE agent_id = ?", (agent_id,))
 
     def load_all(self) -> Iterator[tuple[int, bytes]]:
         """Every agent, its head and parts put together; read in batches, in id order (the
@@ -295,10 +253,8 @@ class SQLiteStore(SQLiteSlots, Store):
     def close(self) -> None:
         """Write what is queued, then close the connection."""
         self.flush_queued()
-        if self._checkpoints is not None:
-            self._checkpoints.close()
         with self._lock:
-            self._db.close()  # the last connection: it makes the last checkpoint
+            self._db.close()
 
 
 def _rest_values(writes: Sequence[Write]) -> list[object] | None:

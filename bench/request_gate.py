@@ -42,12 +42,6 @@ _DATA = Path(__file__).resolve().parent / "data" / "request_dev.json"
 CONFIGS = (("short alone", 0.0), ("default", None), ("both always", math.inf))
 
 
-def _kind(line: str, after_call: bool) -> str:
-    if line.rstrip().endswith("?"):
-        return "question"
-    return "after call" if after_call else "statement"
-
-
 async def _run(model: Any, lines: list[dict[str, Any]], verbose: bool) -> dict[str, Any]:
     from turnloom.engine.turns.nodes import score_request as sr
 
@@ -97,11 +91,12 @@ def main() -> None:
     args = parser.parse_args()
     quiet_logging()
     import turnloom as tl
+    from turnloom.engine.turns.nodes.score_request import line_kind
 
     doc = json.loads(_DATA.read_text(encoding="utf-8"))
     lines = doc["lines"]
     kinds = ("statement", "question", "after call")
-    kind_of = [_kind(x["line"], x.get("after_call", False)) for x in lines]
+    kind_of = [line_kind(x["line"], x.get("after_call", False)) for x in lines]
     of_kind = {k: [i for i, of in enumerate(kind_of) if of == k] for k in kinds}
     assert sum(len(v) for v in of_kind.values()) == len(lines), "every line has one kind"
     print(f"model {tl.models.DEFAULT_MODEL}; {len(lines)} lines of {_DATA.name} "

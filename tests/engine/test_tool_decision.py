@@ -390,10 +390,10 @@ def test_a_question_calls_only_a_tool_that_looks_something_up() -> None:
 
 
 def test_each_kind_of_line_has_its_own_boundary() -> None:
-    assert sr._kind("Any rope in stock?", after_call=True) == "question"
-    assert sr._kind("Any rope in stock.", after_call=False) == "statement"
-    assert sr._kind("And two more.", after_call=True) == "after call"
-    kinds = {sr._kind(line, False) for line, _ in sr.CALIBRATION}
+    assert sr.line_kind("Any rope in stock?", after_call=True) == "question"
+    assert sr.line_kind("Any rope in stock.", after_call=False) == "statement"
+    assert sr.line_kind("And two more.", after_call=True) == "after call"
+    kinds = {sr.line_kind(line, False) for line, _ in sr.CALIBRATION}
     assert kinds == {"question", "statement"}  # both measured on lines of their own
     for lines in (sr.CALIBRATION, sr.CALIBRATION_AFTER_CALL):
         assert {asks for _, asks in lines} == {True, False}

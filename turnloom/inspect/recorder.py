@@ -202,8 +202,8 @@ def _log_begun_unseen(turn: Turn) -> list[Any]:
 def _entries(
     turn_id: int, events: Sequence[Any], node_type: Callable[[str], str]
 ) -> list[dict[str, Any]]:
-    """A turn's recorded events (`AgentTrack.events`' slots) as the page's timeline shows
-    them, with what follows from them: how long each node ran and each pause lasted."""
+    """A turn's log (`LOG_SLOTS` items per event) as the page's timeline shows it, with what
+    follows from it: how long each node ran and each pause lasted."""
     entries = []
     node = ""  # the node started last: the one a node_ended ends
     node_at: float | None = None

@@ -41,6 +41,7 @@ __all__ = [
     "LONG_EXAMPLES",
     "MEASURED_AS",
     "SURE",
+    "line_kind",
     "measure_boundaries",
     "request_margin",
 ]
@@ -266,7 +267,7 @@ async def request_margin(
     """How far `line` lies on the request side of its kind's boundary, in nats (<= 0: talk);
     `after_call`: the NPC has just called a tool (the line may follow that request up)."""
     boundaries = await _boundaries(backend, agent_id)
-    kind = _kind(line, after_call)
+    kind = line_kind(line, after_call)
     short = await _raw_margin(backend, "short", line, agent_id) - boundaries[f"short/{kind}"]
     if abs(short) >= SURE:
         return short
@@ -274,7 +275,9 @@ async def request_margin(
     return (short + long) / 2
 
 
-def _kind(line: str, after_call: bool) -> str:
+def line_kind(line: str, after_call: bool) -> str:
+    """Which boundary a line is measured against: "question", "after call" (said right after
+    the NPC called a tool) or "statement"."""
     if line.rstrip().endswith("?"):
         return "question"
     return "after call" if after_call else "statement"
@@ -307,7 +310,7 @@ async def measure_boundaries(backend: ModelBackend, agent_id: int = 0) -> dict[s
     measured on `backend` (about a hundred short scorings per prompt: what a model that ships
     them under `MEASURED_AS` skips)."""
     lines = {
-        kind: [(line, asks) for line, asks in CALIBRATION if _kind(line, False) == kind]
+        kind: [(line, asks) for line, asks in CALIBRATION if line_kind(line, False) == kind]
         for kind in _KINDS[:2]
     }
     lines["after call"] = list(CALIBRATION_AFTER_CALL)

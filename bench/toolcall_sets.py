@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Nine sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Ten sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -22,7 +22,10 @@ the tools' words ("the north door looks old") to catch a model that matches word
   It has since judged two variants of the request/talk step, so it is no longer unseen;
 - **apothecary** (`data/apothecary_sealed.json`, 52 lines, 6 tools, a town apothecary;
   sha256 4cf5850a8c1433b3d98c7578ba7ecde656cb38c8d9a59e4981b591828d636f77): a second sealed set,
-  written and frozen before the tuning it judges, never tuned on.
+  written and frozen before the tuning it judges, never tuned on;
+- **ferryman** (`data/ferryman_sealed.json`, 59 lines, 6 tools, a river ferryman;
+  sha256 e4ca874a49f6487f3a893906b186127fe425e6b92fa59bb54aecf87e59e7334a): a third sealed set,
+  written and frozen before the argument work it judges, never tuned on.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -306,7 +309,9 @@ ARCHIVE = load_set(_DATA / "archive_dev.json")
 TAVERN = load_set(_DATA / "tavern_heldout.json")
 QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json")
 APOTHECARY = load_set(_DATA / "apothecary_sealed.json")
+FERRYMAN = load_set(_DATA / "ferryman_sealed.json")
 
 SETS = {
-    s.name: s for s in (GAME, SHOP, CRAFT, FORGE, FARM, ARCHIVE, TAVERN, QUARTERMASTER, APOTHECARY)
+    s.name: s
+    for s in (GAME, SHOP, CRAFT, FORGE, FARM, ARCHIVE, TAVERN, QUARTERMASTER, APOTHECARY, FERRYMAN)
 }

@@ -360,6 +360,55 @@ def test_a_message_is_the_clause_after_its_verb_not_the_recipient() -> None:
     assert max(len(v.split()) for v in sa._string_values(long, door)) == 4  # a name is short
 
 
+def test_a_possessive_offers_its_owner_and_a_counted_noun_is_a_whole_word() -> None:
+    found = sv.spans("Add 10 silver to Farmer Hobb's tab.", frozenset({"tab"}), True)
+    assert "Farmer Hobb" in found and "Hobb" in found
+    assert not [v for v in found if v.endswith("'s")]
+    assert "mayor's account" in sv.spans("Put it on the mayor's account", frozenset(), False)
+    item = tl.ToolParamDefinition("item", "string", "The item.")
+    haggle = sa._Fill("", "", ")", "Can you go down to 5 gold for the torch?",
+                      frozenset({"haggle", "gold"}), True)  # fmt: skip
+    # "gold" follows the number, but "go" is not "gold": every span stays a candidate.
+    assert "torch" in sa._string_values(haggle, item)
+
+
+def test_an_earlier_value_is_kept_only_when_the_line_names_nothing() -> None:
+    who = tl.ToolParamDefinition("sailor", "string", "Who is paid.")
+    fill = sa._Fill("", "", ")", "And pay Sal the same.", frozenset({"pay"}), True, ("Jonah",))
+    assert sa._string_values(fill, who) == ["Sal"]
+    again = sa._Fill("", "", ")", "And two more.", frozenset(), True, ("ale",))
+    assert "ale" in sa._string_values(again, who)
+
+
+def test_a_says_one_even_after_a_call_that_gave_more() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
+    counts = []
+    for line in ("give a pear too", "give the same"):
+        with tl.Engine(scorer) as engine:
+            agent = engine.create_agent(graph, dialog=APPLES_GIVEN)
+            calls: list[tl.ToolCallEvent] = []
+            agent.set_on_tool_call_event(calls.append)
+            agent.send_message(line)
+        (call,) = calls
+        counts.append((call.arguments["count"], call.unread_arguments))
+    assert counts == [(1, ()), (3, ())]  # "a pear": one; "the same": the earlier three
+
+
+def test_a_value_another_argument_declares_is_not_a_string_value() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    equip = tl.ToolDefinition(
+        name="equip",
+        description="Equip a weapon in one hand.",
+        parameters=[
+            tl.ToolParamDefinition("item", "string", "The item to hold."),
+            tl.ToolParamDefinition("hand", "string", "Which hand, one of: left, right."),
+        ],
+    )
+    (call,) = run(scorer, node(tools=[equip]), "Put the dagger in my left hand")["calls"]
+    assert call.arguments == {"item": "dagger", "hand": "left"}
+
+
 CHECK_STOCK = tl.ToolDefinition(
     name="check_stock",
     description="Look up how many of an item the shop has.",

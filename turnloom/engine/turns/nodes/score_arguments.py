@@ -10,15 +10,17 @@ choice's prompt) are not needed here.
 
 - **Booleans and enums** are scored and calibrated (`score_calibration`) among their values.
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
-  with the line's first word, not starting or ending with a filler word or a word of the
-  tool's name, nor holding a number when the tool has a numeric argument), followed greedily
-  along the model's likeliest tokens. A message or an errand (a string whose name or
-  description says so) is a longer span, the clause after "that" or "saying" first, and never
-  the words another argument of the call took; what a number counts comes right after it
-  ("three bandages"); a string may also keep an earlier call's value.
+  with the line's first word, not starting or ending with a filler word, a word of the
+  tool's or its arguments' names or a value another argument declares, nor holding a number
+  when the tool has a numeric argument; a possessive gives its owner: "Farmer Hobb"),
+  followed greedily along the model's likeliest tokens. A message or an errand (a string
+  whose name or description says so) is a longer span, the clause after "that" or "saying"
+  first, and never the words another argument of the call took; what a number counts comes
+  right after it ("three bandages"); a line that names nothing keeps an earlier call's value.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
-  dozen"; for a count of days, "a week" or "two weeks"), else the value an earlier call gave,
-  else 1. A count the line does not say at all (no number, no "a") is listed as unread.
+  dozen"; for a count of days, "a week" or "two weeks"); else 1 if it says "a", else the
+  value an earlier call gave, else 1. A count the line does not say at all (no number, no
+  "a", no earlier call) is listed as unread.
 """
 
 from __future__ import annotations
@@ -108,7 +110,9 @@ async def fill_arguments(
     # are the arguments' own names ("gold" is not the item of "12 gold for a dagger"); and a
     # number goes to a numeric argument rather than into a string.
     numeric = any(p.type in ("integer", "number") for p in tool.parameters)
+    # Nor is a value another argument declares ("left" in "Put the dagger in my left hand").
     names = [tool.name, *(p.name for p in tool.parameters)]
+    names += [v for p in tool.parameters for v in enum_values(p)]
     words = [w.lower() for n in names for w in WORD.findall(_CAMEL.sub(" ", n).replace("_", " "))]
     avoid = frozenset(form for w in words for form in (w, w + "s", w.removesuffix("s")))
     for i, param in enumerate(tool.parameters):
@@ -211,12 +215,12 @@ async def _fill(
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
     else:
         values = numbers(line, param)
-        if not values:  # the line says no number: an earlier call's, else one ("a dagger")
+        if not values:  # no number: one if the line says "a" ("And a sleeping draught too."),
+            # else an earlier call's ("And pay Sal the same."), else one, unread
+            if any(w.lower() in ("a", "an") for w in WORD.findall(line)):
+                return 1, math.nan
             counts = [v for v in fill.earlier if is_count(v)]
-            if counts:
-                return counts[-1], math.nan
-            one = any(w.lower() in ("a", "an") for w in WORD.findall(line))
-            return 1, (math.nan if one else None)
+            return (counts[-1], math.nan) if counts else (1, None)
         if len(values) < 2:
             return values[0], math.nan
         choices = [f"{json.dumps(v)}{end}" for v in values]
@@ -253,13 +257,23 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     errand, with the clause a message verb introduces first), not the words another argument
     of the call took, then the values earlier calls gave it."""
     sentence = is_sentence(param)
-    found = spans(fill.line, fill.avoid, fill.numeric, longest=8 if sentence else 4)
+    longest = 8 if sentence else 4
+    found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
+    # What an earlier call gave is kept only when the line names nothing itself: "And two
+    # more." keeps the ale, "And pay Sal the same." pays Sal.
+    earlier = [] if found else [v for v in fill.earlier if isinstance(v, str) and v]
+    found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
     if sentence:
         found = [*clauses(fill.line), *found]
     elif fill.numeric:  # what a number counts comes right after it ("three bandages")
-        counted = after_numbers(fill.line)
-        found = [v for v in found if any(fill.line.startswith(v, at) for at in counted)] or found
+        counted = [fill.line[at:] for at in after_numbers(fill.line)]
+        found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
     if fill.taken:
         free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
         found = free or found
-    return list(dict.fromkeys([*found, *(v for v in fill.earlier if isinstance(v, str) and v)]))
+    return list(dict.fromkeys([*found, *earlier]))
+
+
+def _starts(text: str, words: str) -> bool:
+    """Whether `text` starts with the whole words `words` ("gold" does not start with "go")."""
+    return text.startswith(words) and not WORD.match(text[len(words) :])

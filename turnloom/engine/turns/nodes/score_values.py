@@ -41,7 +41,8 @@ FILLER = frozenset(
         "a an the to of for in on at by with from and or but me my your our us you i it its is "
         "are be this that these those please can could would will let let's lets just now here "
         "there some any do does how many much what which who where when why if whether than then "
-        "so as not no into onto more again same instead another need want"
+        "so as not no into onto more again same instead another need want he him his she her "
+        "hers they them their theirs we"
     )
 )
 _NUMBER_WORDS = {
@@ -143,10 +144,13 @@ def clauses(line: str) -> list[str]:
     return [" ".join(m.group(1).split()).strip(" ,") for m in _CLAUSE.finditer(line)]
 
 
-def spans(line: str, avoid: frozenset[str], numeric: bool, longest: int = 4) -> list[str]:
+def spans(
+    line: str, avoid: frozenset[str], numeric: bool, longest: int = 4, *, strict: bool = False
+) -> list[str]:
     """Runs of one to `longest` words of `line` (as written, not across punctuation) that neither
     start with its first word nor start or end with filler or an `avoid` word, nor (if
-    `numeric`) hold a number; any runs if none is left."""
+    `numeric`) hold a number; any runs if none is left (unless `strict`). A run ending in a
+    possessive ends at its owner: "Farmer Hobb's tab" offers "Farmer Hobb", not "Hobb's"."""
 
     def edge(word: str) -> bool:
         return word in FILLER or word in avoid or (numeric and is_number(word))
@@ -159,14 +163,23 @@ def spans(line: str, avoid: frozenset[str], numeric: bool, longest: int = 4) -> 
                 if j > i and line[words[j - 1].end() : words[j].start()].strip():
                     break  # a value does not run across punctuation
                 inner = [w.group().lower() for w in words[i : j + 1]]
+                cut = _possessive(inner[-1])  # "Hobb's" ends at "Hobb"
+                end = words[j].end() - cut
+                inner[-1] = inner[-1][: len(inner[-1]) - cut]
                 # A number inside is as wrong as one at an edge ("me 2 torches").
                 counted = numeric and any(is_number(w) for w in inner)
                 # A request's first word is its verb ("Hand me two torches"), not its object.
-                if lenient or not (i == 0 or edge(inner[0]) or edge(inner[-1]) or counted):
-                    spans[line[first.start() : words[j].end()]] = None
-        if spans:
+                kept = lenient or not (i == 0 or edge(inner[0]) or edge(inner[-1]) or counted)
+                if kept and end > first.start():
+                    spans[line[first.start() : end]] = None
+        if spans or strict:
             break
     return list(spans)
+
+
+def _possessive(word: str) -> int:
+    """How many characters of `word` (lowercase) mark it as an owner's ("Hobb's": 2)."""
+    return 2 if len(word) > 2 and word.endswith("'s") else 0
 
 
 def is_count(value: object) -> bool:

@@ -372,6 +372,20 @@ def test_a_possessive_offers_its_owner_and_a_counted_noun_is_a_whole_word() -> N
     assert "torch" in sa._string_values(haggle, item)
 
 
+def test_a_chosen_span_takes_the_words_describing_it_back_to_its_determiner() -> None:
+    def widened(line: str, value: str) -> str:
+        return sv.widened(line, value, frozenset({"buy"}), True)
+
+    assert widened("Could I buy some willow bark? Just one bundle.", "bark") == "willow bark"
+    assert widened("Sharpen my old axe", "axe") == "old axe"
+    assert widened("Fetch the smith's boy", "boy") == "smith's boy"
+    assert widened("Two red apples", "apples") == "red apples"  # a number opens it too
+    assert widened("Do you sell swords?", "swords") == "swords"  # a verb, no determiner
+    assert widened("Find me a book about dragons", "dragons") == "dragons"  # a preposition
+    assert widened("I buy willow bark", "bark") == "bark"  # "buy" names the tool
+    assert widened("Some bark", "bark") == "bark"  # the line's first word
+
+
 def test_an_earlier_value_is_kept_only_when_the_line_names_nothing() -> None:
     who = tl.ToolParamDefinition("sailor", "string", "Who is paid.")
     fill = sa._Fill("", "", ")", "And pay Sal the same.", frozenset({"pay"}), True, ("Jonah",))

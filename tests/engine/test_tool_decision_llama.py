@@ -175,3 +175,27 @@ def test_a_count_of_things_calls_the_tool_that_hands_them_over(model: tl.LlamaMo
     assert [(c.tool_name, c.arguments) for c in calls] == [
         ("give_item", {"item": "torches", "count": 2})
     ]
+
+
+def test_a_flag_of_urgency_reads_how_urgent_the_line_sounds(model: tl.LlamaModel) -> None:
+    """Asked as ``urgent=``, the model hardly reads the line; asked how it would answer, it
+    tells a cry for help from an errand for later."""
+    from turnloom.engine.turns.nodes.score_arguments import fill_arguments
+    from turnloom.engine.turns.nodes.score_urgency import is_urgency, urgency_margin
+
+    send = tl.ToolDefinition(
+        "send_runner",
+        "Send a runner with a message.",
+        [
+            tl.ToolParamDefinition("urgent", "boolean", "true if it cannot wait."),
+            tl.ToolParamDefinition("message", "string", "What the runner says."),
+        ],
+    )
+    assert is_urgency(send.parameters[0]) and not is_urgency(SET_TORCH.parameters[0])
+    urgent = "Hurry, tell the miller his mill is on fire!"
+    calm = "Whenever you have time, tell the smith my horse needs new shoes."
+    assert asyncio.run(urgency_margin(model, urgent)) > 0 > asyncio.run(urgency_margin(model, calm))
+    values = [
+        asyncio.run(fill_arguments(model, send, line, (), 0)).values for line in (urgent, calm)
+    ]
+    assert [v["urgent"] for v in values] == [True, False]

@@ -8,7 +8,10 @@ the recent calls of this dialog in the same form, then the line and the call so 
 line becomes arguments, not what any game's tools are, so the tools' own examples (the tool
 choice's prompt) are not needed here.
 
-- **Booleans and enums** are scored and calibrated (`score_calibration`) among their values.
+- **Booleans and enums** are scored and calibrated (`score_calibration`) among their values;
+  a boolean gains from the words of its description's phrase for each value the line has
+  ("true to light it, false to put it out"), and a flag of urgency ("true if it cannot
+  wait") from how urgent the line sounds (`score_urgency`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
   with the line's first word, not starting or ending with a filler word, a word of the
   tool's or its arguments' names or a value another argument declares, nor holding a number
@@ -35,6 +38,7 @@ from ...graph.params import ToolDefinition, ToolParamDefinition
 from ...inference.base import ModelBackend
 from ..dialog.projection import Interaction
 from .score_calibration import best, calibrated_scores, one_line, prompt
+from .score_urgency import URGENCY_WEIGHT, is_urgency, urgency_margin
 from .score_values import (
     WORD,
     after_numbers,
@@ -45,6 +49,7 @@ from .score_values import (
     is_sentence,
     numbers,
     spans,
+    widened,
 )
 from .score_words import WORDS_WEIGHT, phrase_words
 
@@ -204,6 +209,8 @@ async def _fill(
             phrases = _phrases(param.description, fill.tool_description)
             named = [phrase_words(phrase, line) for phrase in phrases]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
+            if is_urgency(param):  # how the line would be answered: "At once!" or "Later."
+                scores[0] += URGENCY_WEIGHT * await urgency_margin(backend, line, agent_id)
         chosen, margin = best(scores)
         return values[chosen], margin
     if param.type == "string":
@@ -213,6 +220,10 @@ async def _fill(
         choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
         text = prompt(header, line, opened + '"')
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
+        chosen, margin = best(scores)
+        if is_sentence(param):
+            return values[chosen], margin
+        return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:
         values = numbers(line, param)
         if not values:  # no number: one if the line says "a" ("And a sleeping draught too."),

@@ -28,6 +28,7 @@ __all__ = [
     "is_sentence",
     "numbers",
     "spans",
+    "widened",
     "words",
 ]
 
@@ -58,6 +59,18 @@ _NUMBER_WORDS = {
 _COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+#: Words a noun phrase starts with ("some willow bark"), and words that end a description
+#: of a noun before it ("a book about dragons"): `widened`.
+_DETERMINERS = frozenset(
+    words("a an the some my your our his her their its this that these those any every each")
+)
+_PREPOSITIONS = frozenset(
+    words(
+        "about above across after against along among around before behind below beneath "
+        "beside between beyond during except inside near off out outside over past since "
+        "through toward towards under until up upon within without down"
+    )
+)
 #: Words before "one" that make it a pronoun, not a count ("no one", "this one").
 _NOT_A_COUNT = frozenset(words("no the this that which any each every"))
 _NUMBER_OR_WORD = re.compile(r"[+-]?\d+(?:\.\d+)?(?![\w.])|[\w'-]+")
@@ -175,6 +188,29 @@ def spans(
         if spans or strict:
             break
     return list(spans)
+
+
+def widened(line: str, value: str, avoid: frozenset[str], numeric: bool) -> str:
+    """`value` (a span of `line`) with the words that describe it, up to the determiner or
+    number its phrase starts with: "willow bark" for "bark" in "some willow bark", "old axe"
+    in "my old axe"; not "sell swords" in "Do you sell swords?" (no determiner) nor "book
+    about dragons" (a preposition ends a description)."""
+    words = list(WORD.finditer(line))
+    starts = [i for i, w in enumerate(words) if line.startswith(value, w.start())]
+    if not value or not starts:
+        return value
+    i, end = starts[0], words[starts[0]].start() + len(value)
+    k = i
+    while k > 1 and not line[words[k - 1].end() : words[k].start()].strip():
+        word = words[k - 1].group().lower()
+        if word in FILLER or word in _PREPOSITIONS or word in avoid or is_number(word):
+            break
+        k -= 1
+    before = words[k - 1].group().lower() if k > 0 else ""
+    opens = before in _DETERMINERS or is_number(before) or _possessive(before)
+    if k == i or not opens or line[words[k - 1].end() : words[k].start()].strip():
+        return value
+    return line[words[k].start() : end]
 
 
 def _possessive(word: str) -> int:

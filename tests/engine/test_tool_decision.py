@@ -386,6 +386,16 @@ def test_a_chosen_span_takes_the_words_describing_it_back_to_its_determiner() ->
     assert widened("Some bark", "bark") == "bark"  # the line's first word
 
 
+def test_a_span_right_before_the_arguments_name_is_its_value() -> None:
+    locker = tl.ToolParamDefinition("locker", "string", "What to open, e.g. 'rope locker'.")
+    line = "Unlock the galley locker, the cook needs his knives."
+    fill = sa._Fill("", "", ")", line, frozenset({"unlock", "locker", "open"}), False)
+    assert sa._string_values(fill, locker) == ["galley"]
+    door = tl.ToolParamDefinition("door", "string", "Which door.")
+    fill = sa._Fill("", "", ")", "Open the cellar, not the doors", frozenset({"open"}), False)
+    assert "cellar" in sa._string_values(fill, door)  # nothing right before "door": all
+
+
 def test_an_earlier_value_is_kept_only_when_the_line_names_nothing() -> None:
     who = tl.ToolParamDefinition("sailor", "string", "Who is paid.")
     fill = sa._Fill("", "", ")", "And pay Sal the same.", frozenset({"pay"}), True, ("Jonah",))

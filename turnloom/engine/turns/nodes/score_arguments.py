@@ -19,7 +19,10 @@ choice's prompt) are not needed here.
   followed greedily along the model's likeliest tokens. A message or an errand (a string
   whose name or description says so) is a longer span, the clause after "that" or "saying"
   first, and never the words another argument of the call took; what a number counts comes
-  right after it ("three bandages"); a line that names nothing keeps an earlier call's value.
+  right after it ("three bandages"), and the words right before the argument's own name
+  are its value ("the galley locker"); a name (not a message) takes the words describing
+  it, back to its determiner ("some willow bark"); a line that names nothing keeps an
+  earlier call's value.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
   dozen"; for a count of days, "a week" or "two weeks"); else 1 if it says "a", else the
   value an earlier call gave, else 1. A count the line does not say at all (no number, no
@@ -279,10 +282,23 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     elif fill.numeric:  # what a number counts comes right after it ("three bandages")
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
+    # A span right before the argument's own name is its value: "the galley locker" says
+    # which locker, "the north door" which door.
+    found = [v for v in found if _names(fill.line, v, param.name)] or found
     if fill.taken:
         free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
+
+
+def _names(line: str, value: str, name: str) -> bool:
+    """Whether `value` is followed in `line` by `name`'s words ("galley" in "the galley
+    locker" for a "locker"), singular or plural."""
+    said = " ".join(WORD.findall(_CAMEL.sub(" ", name).replace("_", " "))).lower()
+    if not said:
+        return False
+    after = rf"{re.escape(value)}\s+{re.escape(said.removesuffix('s'))}s?(?![\w'-])"
+    return re.search(after, line, re.IGNORECASE) is not None
 
 
 def _starts(text: str, words: str) -> bool:

@@ -402,13 +402,15 @@ def test_an_earlier_value_is_kept_only_when_the_line_names_nothing() -> None:
     assert sa._string_values(fill, who) == ["Sal"]
     again = sa._Fill("", "", ")", "And two more.", frozenset(), True, ("ale",))
     assert "ale" in sa._string_values(again, who)
+    friend = sa._Fill("", "", ")", "And two more for my friend.", frozenset(), True, ("ale",))
+    assert "ale" in sa._string_values(friend, who)  # whom it is for names no drink
 
 
 def test_a_says_one_even_after_a_call_that_gave_more() -> None:
     scorer = ScoringMock("mock", script=["unused"])
     graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
     counts = []
-    for line in ("give a pear too", "give the same"):
+    for line in ("give a pear too", "give the same", "give another"):
         with tl.Engine(scorer) as engine:
             agent = engine.create_agent(graph, dialog=APPLES_GIVEN)
             calls: list[tl.ToolCallEvent] = []
@@ -416,7 +418,8 @@ def test_a_says_one_even_after_a_call_that_gave_more() -> None:
             agent.send_message(line)
         (call,) = calls
         counts.append((call.arguments["count"], call.unread_arguments))
-    assert counts == [(1, ()), (3, ())]  # "a pear": one; "the same": the earlier three
+    # "a pear" and "another": one; "the same": the earlier three.
+    assert counts == [(1, ()), (3, ()), (1, ())]
 
 
 def test_a_value_another_argument_declares_is_not_a_string_value() -> None:

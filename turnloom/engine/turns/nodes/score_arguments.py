@@ -21,12 +21,12 @@ choice's prompt) are not needed here.
   first, and never the words another argument of the call took; what a number counts comes
   right after it ("three bandages"), and the words right before the argument's own name
   are its value ("the galley locker"); a name (not a message) takes the words describing
-  it, back to its determiner ("some willow bark"); a line that names nothing keeps an
-  earlier call's value.
+  it, back to its determiner ("some willow bark"); a line that names nothing (but whom it
+  is for: "And two more for my friend.") keeps an earlier call's value.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
-  dozen"; for a count of days, "a week" or "two weeks"); else 1 if it says "a", else the
-  value an earlier call gave, else 1. A count the line does not say at all (no number, no
-  "a", no earlier call) is listed as unread.
+  dozen"; for a count of days, "a week" or "two weeks"); else 1 if it says "a" or
+  "another", else the value an earlier call gave, else 1. A count the line does not say at
+  all (no number, no "a", no earlier call) is listed as unread.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from .score_values import (
     numbers,
     spans,
     widened,
+    words,
 )
 from .score_words import WORDS_WEIGHT, phrase_words
 
@@ -84,6 +85,8 @@ _BOOLEAN_PHRASES = re.compile(
     r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
     re.IGNORECASE,
 )
+#: Words between "for" and whom something is for ("for my friend").
+_DETERMINED = "|".join(words("the a an my your his her their our this that"))
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
@@ -229,9 +232,9 @@ async def _fill(
         return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:
         values = numbers(line, param)
-        if not values:  # no number: one if the line says "a" ("And a sleeping draught too."),
+        if not values:  # no number: one if it says "a" or "another" ("And a sleeping draught."),
             # else an earlier call's ("And pay Sal the same."), else one, unread
-            if any(w.lower() in ("a", "an") for w in WORD.findall(line)):
+            if any(w.lower() in ("a", "an", "another") for w in WORD.findall(line)):
                 return 1, math.nan
             counts = [v for v in fill.earlier if is_count(v)]
             return (counts[-1], math.nan) if counts else (1, None)
@@ -273,9 +276,11 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     sentence = is_sentence(param)
     longest = 8 if sentence else 4
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
-    # What an earlier call gave is kept only when the line names nothing itself: "And two
-    # more." keeps the ale, "And pay Sal the same." pays Sal.
-    earlier = [] if found else [v for v in fill.earlier if isinstance(v, str) and v]
+    # What an earlier call gave is kept only when the line names nothing itself, but whom
+    # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
+    # Sal the same." pays Sal.
+    named = [v for v in found if not _for_whom(fill.line, v)]
+    earlier = [] if named else [v for v in fill.earlier if isinstance(v, str) and v]
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
     if sentence:
         found = [*clauses(fill.line), *found]
@@ -299,6 +304,12 @@ def _names(line: str, value: str, name: str) -> bool:
         return False
     after = rf"{re.escape(value)}\s+{re.escape(said.removesuffix('s'))}s?(?![\w'-])"
     return re.search(after, line, re.IGNORECASE) is not None
+
+
+def _for_whom(line: str, value: str) -> bool:
+    """Whether `value` follows "for" in `line` (past a determiner: "for my friend")."""
+    found = re.search(rf"\bfor\s+(?:(?:{_DETERMINED})\s+)*{re.escape(value)}", line, re.I)
+    return found is not None
 
 
 def _starts(text: str, words: str) -> bool:

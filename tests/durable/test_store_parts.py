@@ -221,9 +221,15 @@ def test_a_head_without_all_its_parts_is_refused_by_name(store_spec: StoreSpec) 
         assert assemble(head, [first]) == head
         assert assemble(head, [first, second]) == agent.snapshot()
         assert assemble(head, [first, b"\xc0"]) == head  # not an array of messages
+        # A head with every entry is taken as it is, whatever constant entries come with it;
+        # one without them, and none given, is refused by name too.
+        assert assemble(head, [first, second], b"\xa6format\xa3odd") == agent.snapshot()
+        cut = _head(store, agent_id)
+        with pytest.raises(InvalidParamValue, match="not a msgpack document"):
+            read_snapshot(assemble(cut, [first, second]), lambda name: None)
 
 
-def test_a_schema_1_file_is_read_and_marked_schema_2(tmp_path: Path) -> None:
+def test_a_schema_1_file_is_read_and_marked_schema_3(tmp_path: Path) -> None:
     with _engine(":memory:") as elsewhere:
         agent = elsewhere.create_agent(scenario.graph("pause"))
         scenario.finish(agent, agent.send_message("hi"), "pause")
@@ -241,12 +247,141 @@ def test_a_schema_1_file_is_read_and_marked_schema_2(tmp_path: Path) -> None:
     with _engine(str(path)) as engine:
         assert engine.agent(1).dialog == tl.AgentSnapshot(whole).to_dict()["dialog"]
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM turnloom_meta").fetchone() == ("2",)
-    db.execute("UPDATE turnloom_meta SET value = '3'")
+    assert db.execute("SELECT value FROM turnloom_meta").fetchone() == ("3",)
+    db.execute("UPDATE turnloom_meta SET value = '4'")
     db.commit()
     db.close()
-    with pytest.raises(ValueError, match="store schema 3, this turnloom reads 2"):
+    with pytest.raises(ValueError, match="store schema 4, this turnloom reads 3"):
         SQLiteStore(path)
+
+
+def _constant(store: Any, agent_id: int) -> bytes | None:
+    """The constant entries the store keeps apart for the agent, or None."""
+    if isinstance(store, SQLiteStore):
+        row = store._db.execute(
+            "SELECT entries FROM turnloom_constant WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return None if row is None else bytes(row[0])
+    found = store._client.hget(f"{store.prefix}:constant", agent_id)
+    return None if found is None else bytes(found)
+
+
+def _head(store: Any, agent_id: int) -> bytes:
+    """The agent's head as the store keeps it."""
+    if isinstance(store, SQLiteStore):
+        (head,) = store._db.execute(
+            "SELECT document FROM turnloom_agents WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return bytes(head)
+    return bytes(store._client.hget(store.key, agent_id))
+
+
+def _as_previous_layout(store: Any) -> None:
+    """Turn what `store` holds into what the layout before constant entries were kept apart
+    held: every head whole (its constant entries back in it: `pack(head_document(...))`, as
+    `HeadPacker` packs it whole), no constant entries; on SQLite, a schema 2 file."""
+    if isinstance(store, SQLiteStore):
+        rows = store._db.execute("SELECT agent_id FROM turnloom_agents").fetchall()
+        with store._db:
+            for (agent_id,) in rows:
+                whole = assemble(_head(store, agent_id), [], _constant(store, agent_id) or b"")
+                store._db.execute(
+                    "UPDATE turnloom_agents SET document = ? WHERE agent_id = ?", (whole, agent_id)
+                )
+            store._db.execute("DROP TABLE turnloom_constant")
+            store._db.execute("UPDATE turnloom_meta SET value = '2' WHERE key = 'schema'")
+        return
+    client = store._client
+    for agent_id in [int(field) for field in client.hkeys(store.key)]:
+        whole = assemble(_head(store, agent_id), [], _constant(store, agent_id) or b"")
+        client.hset(store.key, agent_id, whole)
+    client.delete(f"{store.prefix}:constant")
+
+
+def test_a_head_leaves_its_constant_entries_to_the_store_which_keeps_them_once(
+    store_spec: StoreSpec,
+) -> None:
+    store = open_store(store_spec())
+    with _engine(store) as engine:
+        agent = engine.create_agent(scenario.graph("pause"))
+        scenario.finish(agent, agent.send_message("one"), "pause")
+        writes = _writes(store)
+        for turn in range(2, TAIL_TURNS + 3):  # a tail sealed on the way
+            assert agent.send_message(f"turn {turn}").paused
+            assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+        assert writes and all(split.constant is None for _, split in writes)
+        snapshot = agent.snapshot()
+        constant = _constant(store, agent.agent_id)
+        assert constant is not None and snapshot.startswith(b"\xde\x00\x12" + constant)
+        head = _head(store, agent.agent_id)
+        assert head.startswith(b"\xde\x00\x12\xa7options")  # its header, then the settled ones
+        assert assemble(head, _parts(store, agent.agent_id), constant) == snapshot
+        assert store.stored(agent.agent_id) == snapshot
+        with pytest.raises(InvalidParamValue, match="snapshot"):  # the head alone is refused
+            read_snapshot(head, lambda name: None)
+        # A write that failed: the next one carries the constant entries again.
+        save_many = store.save_many
+
+        def fails_once(group: Any) -> list[int]:
+            store.save_many = save_many
+            raise ConnectionError("the store is away")
+
+        store.save_many = fails_once
+        agent.send_message("lost")
+        writes = _writes(store)
+        agent.resume()
+        ((_, again),) = writes
+        assert again.constant == constant and again.base == 0
+        assert store.stored(agent.agent_id) == agent.snapshot()
+        agent.destroy()
+        assert _constant(store, agent.agent_id) is None
+
+
+def test_agents_stored_in_the_previous_layout_come_back_and_are_written_on(
+    store_spec: StoreSpec,
+) -> None:
+    store = open_store(store_spec())
+    with _engine(store) as engine:
+        long = engine.create_agent(scenario.graph("pause"))
+        for turn in range(TAIL_TURNS + 2):  # a sealed part and a tail
+            scenario.finish(long, long.send_message(f"turn {turn}"), "pause")
+        paused = engine.create_agent(scenario.graph("pause"))
+        scenario.finish(paused, paused.send_message("first"), "pause")
+        assert paused.send_message("second").paused
+        ids = (long.agent_id, paused.agent_id)
+        before = {agent_id: store.stored(agent_id) for agent_id in ids}
+        if isinstance(store, RedisStore):
+            store.release(list(ids))
+    store.close()
+    store = open_store(store_spec())
+    _as_previous_layout(store)
+    if isinstance(store, SQLiteStore):
+        tables = store._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        assert ("turnloom_constant",) not in tables.fetchall()
+    else:
+        assert not store._client.exists(f"{store.prefix}:constant")
+    for agent_id in ids:
+        assert _head(store, agent_id).startswith(b"\xde\x00\x12\xa6format")  # whole
+    if isinstance(store, SQLiteStore):
+        store.close()
+    reopened = open_store(store_spec())
+    with _engine(reopened) as engine:
+        assert {agent_id: reopened.stored(agent_id) for agent_id in ids} == before
+        for agent_id in ids:
+            assert engine.agent(agent_id).snapshot() is not None
+        restored = engine.agent(paused.agent_id)
+        assert restored.resume().final.status is tl.TurnStatus.SUCCESS
+        scenario.finish(restored, restored.send_message("third"), "pause")
+        again = engine.agent(long.agent_id)
+        scenario.finish(again, again.send_message("on"), "pause")
+        for agent in (restored, again):  # kept apart from now on, whole when read
+            assert _constant(reopened, agent.agent_id) is not None
+            assert reopened.stored(agent.agent_id) == agent.snapshot()
+        assert [m["content"] for m in again.dialog if m["role"] == "user"][-1] == "on"
+    if isinstance(store, SQLiteStore):
+        db = sqlite3.connect(store_spec())
+        assert db.execute("SELECT value FROM turnloom_meta").fetchone() == ("3",)
+        db.close()
 
 
 def test_redis_writes_go_on_after_a_script_flush_and_a_dropped_connection(redis_url: str) -> None:

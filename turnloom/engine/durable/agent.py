@@ -94,7 +94,7 @@ class DurableAgentCore(AgentCore):
             self.stored_dialog = None  # another store: what it holds is not known
         try:
             deadline = None
-            if store.shared:
+            if store.shared and self.turn.pause is not None:  # a completion's turn has none
                 deadline = pause_deadline(self.turn, absolute_offset(self.runtime.clock))
             if store.keeps_dialog_apart:
                 head = self.head
@@ -181,8 +181,11 @@ class DurableAgentCore(AgentCore):
             turn.waiters = waiters
         else:
             writes = self.writes
-            # Queued, or in flight in a group written off the loop: either way not stored yet.
-            if writes is not None and writes.holds(self.agent_id):
+            # Queued, or in flight in a group written off the loop: either way not stored yet
+            # (`writes.holds`, inline: every event of every durable agent asks).
+            if writes is not None and (
+                self.agent_id in writes.pending or self.agent_id in writes.flying
+            ):
                 writes.then(self.agent_id, partial(AgentCore.notify, self, method, *args))
                 return
         AgentCore.notify(self, method, *args)

@@ -13,7 +13,9 @@ parts are:
 
 `StoredDialog` is what the store holds, as far as writes are known to be in; it keeps the
 packed bytes of every part, so a merge or a longer tail packs nothing again. A write that
-failed makes the next one write the dialog whole. Whatever the parts, the snapshot put back
+failed makes the next one write the dialog whole. The head leaves out the agent's constant
+entries (`store.parts`), which go to the store with the first write, and again only after a
+write that failed or once they changed. Whatever the parts, the snapshot put back
 together is byte for byte what `take_snapshot` gives (the tests compare them).
 """
 
@@ -44,18 +46,32 @@ class StoredDialog:
     """What a store that keeps the dialog apart holds of one agent's dialog after a write:
     the dialog list it was taken from, how many interactions, the last of them (and its
     number of messages), its sealed parts and its tail (and the tail's messages: how many, and
-    packed back to back, so that a turn joining it packs only itself)."""
+    packed back to back, so that a turn joining it packs only itself); and the agent's
+    constant entries it holds (`HeadPacker.constant`, compared by identity)."""
 
-    __slots__ = ("count", "dialog", "last", "last_size", "sealed", "tail", "tail_body", "tail_size")
+    __slots__ = (
+        "constant",
+        "count",
+        "dialog",
+        "last",
+        "last_size",
+        "parts",
+        "sealed",
+        "tail",
+        "tail_body",
+        "tail_size",
+    )
 
     def __init__(
         self,
         dialog: list[Interaction],
         sealed: tuple[Sealed, ...],
         tail: Tail,
+        constant: bytes,
         tail_size: int | None = None,
         tail_body: bytes = b"",
     ) -> None:
+        self.constant = constant
         self.dialog = dialog
         self.count = len(dialog)
         self.last = dialog[-1]
@@ -67,57 +83,65 @@ class StoredDialog:
             tail_body = b"".join(packed for _, packed in tail)
         self.tail_size = tail_size
         self.tail_body = tail_body
-
-    @property
-    def parts(self) -> int:
-        """How many parts the store holds: the sealed ones, and the tail if there is one."""
-        return len(self.sealed) + (1 if self.tail else 0)
-
-    def starts(self, dialog: list[Interaction]) -> bool:
-        """Whether `dialog` is the stored one, grown at its end or not at all. The agent's
-        dialog only ever grows (a completed turn's interaction is appended, and nothing changes
-        a kept turn); a new list (a restore) or a shorter one is not the stored one."""
-        count = self.count
-        return (
-            dialog is self.dialog
-            and len(dialog) >= count
-            and dialog[count - 1] is self.last
-            and len(self.last.messages) == self.last_size
-        )
+        #: How many parts the store holds: the sealed ones, and the tail if there is one.
+        self.parts = len(sealed) + (1 if tail else 0)
 
 
 def split_snapshot(
     agent: AgentCore, stored: StoredDialog | None, head: HeadPacker
 ) -> tuple[SplitWrite, StoredDialog | None]:
     """The agent's write for a store that keeps the dialog apart, given what the store holds
-    (`stored`; None: unknown, the dialog is written whole) and the agent's `head` packer; and
-    what the store holds once the write is in. An agent with no dialog is written as a whole
-    snapshot (no parts)."""
+    (`stored`; None: unknown, the dialog is written whole, and the constant entries) and the
+    agent's `head` packer; and what the store holds once the write is in. An agent with no
+    dialog is written as a whole snapshot (no parts, every entry in the head)."""
     dialog = agent.dialog
     if not dialog:
         return SplitWrite(head.pack(agent, [])), None
-    if stored is not None and stored.starts(dialog):
+    # Whether `dialog` is the stored one, grown at its end or not at all. The agent's dialog
+    # only ever grows (a completed turn's interaction is appended, and nothing changes a kept
+    # turn); a new list (a restore) or a shorter one is not the stored one.
+    if (
+        stored is not None
+        and dialog is stored.dialog
+        and len(dialog) >= stored.count
+        and dialog[stored.count - 1] is stored.last
+        and len(stored.last.messages) == stored.last_size
+    ):
         joined = len(dialog) - stored.count
         if not joined:  # nothing joined since: the head alone
-            return SplitWrite(head.pack(agent, stored.parts), None), stored
+            cut = head.pack(agent, stored.parts, True)
+            if head.constant is stored.constant:
+                return SplitWrite(cut, None), stored
+            constant = head.constant  # another graph or tags: written again
+            kept, size, body = stored.sealed, stored.tail_size, stored.tail_body
+            after = StoredDialog(dialog, kept, stored.tail, constant, size, body)
+            return SplitWrite(cut, None, constant=constant), after
         if joined == 1 and len(stored.tail) < TAIL_TURNS - 1:
             # The common completion: one turn joins a tail that stays a tail, the one part
-            # written (what the general case below does, in fewer steps).
-            messages, packed = entry = _interaction(dialog[-1])
-            size, body = stored.tail_size + messages, stored.tail_body + packed
+            # written (what the general case below does, in fewer steps; `_interaction`
+            # inline).
+            messages = dialog_to_messages((dialog[-1],), copied=False)
+            count = len(messages)
+            packed = _PACKER.pack(messages)[1 if count < 16 else 3 if count < 0x10000 else 5 :]
+            entry = (count, packed)
+            size, body = stored.tail_size + count, stored.tail_body + packed
             kept = stored.sealed
-            after = StoredDialog(dialog, kept, (*stored.tail, entry), size, body)
             part = _PACKER.pack_array_header(size) + body
-            head_bytes = head.pack(agent, len(kept) + 1)
-            return SplitWrite(head_bytes, len(kept), (part,), True), after
+            cut = head.pack(agent, len(kept) + 1, True)
+            constant = head.constant
+            after = StoredDialog(dialog, kept, (*stored.tail, entry), constant, size, body)
+            changed = None if constant is stored.constant else constant
+            return SplitWrite(cut, len(kept), (part,), True, changed), after
         sealed = list(stored.sealed)
         tail = [*stored.tail, *map(_interaction, dialog[stored.count :])]
         base = len(sealed)  # the parts before it stay as they are
+        held = stored.constant
     else:  # the whole dialog, every part written: its sealed part packed in one go
         whole = len(dialog) - len(dialog) % TAIL_TURNS
         sealed = [_sealed(dialog[:whole])] if whole else []
         tail = list(map(_interaction, dialog[whole:]))
         base = 0
+        held = None
     if len(tail) >= TAIL_TURNS:  # the tail is full: sealed, and merged
         whole = len(tail) - len(tail) % TAIL_TURNS
         size = whole
@@ -139,9 +163,11 @@ def split_snapshot(
     if tail:
         count = sum(messages for messages, _ in tail)
         parts.append(_PACKER.pack_array_header(count) + b"".join(packed for _, packed in tail))
-    after = StoredDialog(dialog, tuple(sealed), tuple(tail))
-    document = SplitWrite(head.pack(agent, after.parts), base, tuple(parts), bool(tail))
-    return document, after
+    cut = head.pack(agent, len(sealed) + (1 if tail else 0), True)
+    constant = head.constant
+    after = StoredDialog(dialog, tuple(sealed), tuple(tail), constant)
+    changed = None if constant is held else constant
+    return SplitWrite(cut, base, tuple(parts), bool(tail), changed), after
 
 
 def _interaction(interaction: Interaction) -> tuple[int, bytes]:

@@ -8,13 +8,15 @@ Byte for byte `snapshot.pack(snapshot.head_document(...))`: the entries and thei
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from ..graph.builder import CompiledGraph
+from ..support.clock import VirtualClock
 from ..turns.results import TurnResult
-from .snapshot import _constant, _latest, _paused_turn, _settled, clock_kind, now_and_offset
+from .snapshot import _constant, _latest, _paused_turn, _settled
 
 if TYPE_CHECKING:
     from ..turns.agent import AgentCore
@@ -37,43 +39,50 @@ class HeadPacker:
     Byte for byte `pack(head_document(...))`."""
 
     __slots__ = (
-        "_constant",
         "_count",
         "_graph",
+        "_header",
         "_key",
         "_options",
         "_options_key",
         "_result",
         "_settled",
         "_tags",
+        "constant",
     )
 
     def __init__(self) -> None:
         self._graph: CompiledGraph | None = None
         self._tags: dict[str, str] = {}
-        self._constant = b""
+        #: The constant entries of the last head packed (`snapshot._constant`, without their
+        #: map's header): the same bytes object for as long as they stay the same.
+        self.constant = b""
         self._count = 0
         self._key: tuple[Any, ...] | None = None
         self._result: TurnResult | None = None
         self._settled = b""
         self._options_key: tuple[Any, ...] | None = None
         self._options = b""
+        #: The map's header of a head with the three usual latest entries.
+        self._header = b""
 
-    def pack(self, agent: AgentCore, dialog: Any) -> bytes:
-        """The packed `head_document(agent, dialog)`."""
-        if agent.graph is not self._graph or agent.tags != self._tags:
-            constant = _constant(agent)
+    def pack(self, agent: AgentCore, dialog: Any, cut: bool = False) -> bytes:
+        """The packed `head_document(agent, dialog)`; `cut`: without its constant entries
+        (`constant`), for a store that keeps them apart (`store.parts`): the map's header
+        still counts them."""
+        graph = agent.graph
+        if graph is not self._graph or agent.tags != self._tags:
+            entries = _constant(agent)
             # The entries without their map's header (1 byte: fewer than 16 of them).
-            self._constant = _PACKER.pack(constant)[1:]
-            self._count = len(constant) + _SETTLED
-            self._graph, self._tags = agent.graph, constant["tags"]
+            self.constant = _PACKER.pack(entries)[1:]
+            self._count = len(entries) + _SETTLED
+            self._header = _PACKER.pack_map_header(self._count + 3)
+            self._graph, self._tags = graph, entries["tags"]
         result = agent.last_result
         key = (agent.call_seq, agent.enable_diagnostics, agent.max_steps, agent.input_policy)
         # Params changed in place, node state and a random source are not compared: an agent
         # that has any is packed anew every time. The last result is compared by identity.
-        plain = agent.params is agent.graph.nodes and not agent.node_state
-        if plain and agent.peek_rng() is not None:
-            plain = False
+        plain = agent.params is graph.nodes and not agent.node_state and agent.peek_rng() is None
         if key != self._key or result is not self._result or not plain:
             if plain:
                 self._settled = self._plain_settled(agent, key, result)
@@ -81,9 +90,37 @@ class HeadPacker:
             else:
                 self._settled = _PACKER.pack(_settled(agent))[1:]
                 self._key = self._result = None
-        count, latest = _latest_entries(agent, dialog)
-        header = _PACKER.pack_map_header(self._count + count)
-        return b"".join((header, self._constant, self._settled, latest))
+        constant = b"" if cut else self.constant
+        if agent.lineage or agent.queue:
+            latest = _latest(agent, dialog)
+            assert len(latest) < 16  # a fixmap: its header is its first byte
+            header = _PACKER.pack_map_header(self._count + len(latest))
+            return b"".join((header, constant, self._settled, _PACKER.pack(latest)[1:]))
+        # Every pause's and completion's write, as a rule: `_latest`'s three entries (when,
+        # the paused turn, the dialog) from packed pieces. `now_and_offset`, inline: this runs
+        # at every rest of every durable agent.
+        clock = agent.runtime.clock
+        now = clock.now()
+        offset = 0.0 if isinstance(clock, VirtualClock) else time.time() - now
+        header, settled, saved_at = self._header, self._settled, _PACKER.pack(now + offset)
+        turn = agent.turn
+        if turn.pause is None:
+            at, paused = _AT_REST, b""
+        else:
+            at, paused = _TURN, _PACKER.pack(_paused_turn(turn, offset))
+        return b"".join(
+            (
+                header,
+                constant,
+                settled,
+                _SAVED_AT,
+                saved_at,
+                at,
+                paused,
+                _DIALOG,
+                _PACKER.pack(dialog),
+            )
+        )
 
     def _plain_settled(self, agent: AgentCore, key: tuple[Any, ...], result: Any) -> bytes:
         """`_settled` packed for an agent whose params, node state and random source are not in
@@ -101,7 +138,7 @@ class HeadPacker:
                 _UNUSED_STATE,
                 _LAST_RESULT,
                 _NONE if result is None else _PACKER.pack(result.as_fields()),
-                _CLOCK_ENTRIES[clock_kind(agent.runtime.clock)],
+                _VIRTUAL if isinstance(agent.runtime.clock, VirtualClock) else _WALL,
             )
         )
 
@@ -111,25 +148,11 @@ _CALL_SEQ = _PACKER.pack("call_seq")
 _UNUSED_STATE = _PACKER.pack({"node_state": {}, "rng_state": None})[1:]
 _LAST_RESULT = _PACKER.pack("last_result")
 _NONE = _PACKER.pack(None)
-_CLOCK_ENTRIES = {kind: _PACKER.pack({"clock": kind})[1:] for kind in ("virtual", "wall")}
+_VIRTUAL, _WALL = (_PACKER.pack({"clock": kind})[1:] for kind in ("virtual", "wall"))
 _SAVED_AT = _PACKER.pack("saved_at")
 _TURN = _PACKER.pack("turn")
 _AT_REST = _TURN + _NONE  # "turn": null, an idle agent's
 _DIALOG = _PACKER.pack("dialog")
-
-
-def _latest_entries(agent: AgentCore, dialog: Any) -> tuple[int, bytes]:
-    """`_latest`'s entries packed (without their map's header), and how many: for an agent
-    with no lineage and no queue (every pause's and completion's write, as a rule) from packed
-    pieces rather than a map packed whole."""
-    if agent.lineage or agent.queue:
-        latest = _latest(agent, dialog)
-        assert len(latest) < 16  # a fixmap: its header is its first byte
-        return len(latest), _PACKER.pack(latest)[1:]
-    now, offset = now_and_offset(agent.runtime.clock)
-    turn = agent.turn
-    at = _AT_REST if turn.pause is None else _TURN + _PACKER.pack(_paused_turn(turn, offset))
-    return 3, b"".join((_SAVED_AT, _PACKER.pack(now + offset), at, _DIALOG, _PACKER.pack(dialog)))
 
 
 #: How many entries `_settled` has.

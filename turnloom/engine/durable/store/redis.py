@@ -6,8 +6,8 @@ head, its dialog's changed parts (`parts`) and its deadline index only if this w
 agent, so every agent is always at its last complete write by its holder. The saves of agents
 that came to rest together are one script call (`save_many`; a very large group, several calls
 in one pipelined round trip). Loading walks the agents with `HSCAN` in batches and claims each
-batch in one script; a claim reads the head and the parts together and puts them back into the
-whole snapshot.
+batch in one script; a claim reads the head, its constant entries and the parts together and
+puts them back into the whole snapshot.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ _SAVE_BATCH = 512
 
 class RedisStore(RedisSlots, SharedStore):
     """Snapshots in Redis hashes (`{prefix}:agents`, their heads; `{prefix}:tails`, their
-    dialogs' tails) and lists (`{prefix}:dialog:ID`, their dialogs' sealed parts), leased to
-    workers (see `base.SharedStore` and `redis_scripts` for the keys)."""
+    dialogs' tails; `{prefix}:constant`, the entries their heads leave out) and lists
+    (`{prefix}:dialog:ID`, their dialogs' sealed parts), leased to workers (see
+    `base.SharedStore` and `redis_scripts` for the keys)."""
 
     keeps_dialog_apart: ClassVar[bool] = True
     #: A write group is a round trip: written by a thread of its own while the loop goes on
@@ -65,9 +66,11 @@ class RedisStore(RedisSlots, SharedStore):
         self._workers = f"{prefix}:worker:"
         self._dialogs = f"{prefix}:dialog:"
         self._tails = f"{prefix}:tails"
+        self._constant = f"{prefix}:constant"
         self.worker = new_worker_name()
         #: SAVE_MANY's keys and first arguments, encoded once (it runs for every write group).
-        names = (self.key, self._owners, self._deadlines, self._tails, self.worker, self._dialogs)
+        self._save_keys = [self.key, self._owners, self._deadlines, self._tails, self._constant]
+        names = (*self._save_keys, self.worker, self._dialogs)
         self._save_head = [name.encode() for name in names]
         #: The connection the write groups go over (taken from the client's pool when first
         #: needed, given back on close), and what packs them as Redis's `cmsgpack` reads them
@@ -130,12 +133,15 @@ class RedisStore(RedisSlots, SharedStore):
             blobs: list[bytes] = []
             for agent_id, document, deadline in writes[start : start + _SAVE_BATCH]:
                 split = as_split(document)
-                sealed, at_tail = split.parts, 0
+                sealed, at_tail, at_constant = split.parts, 0, 0
                 blobs.append(split.head)
                 at_head = len(blobs) + 3
                 if split.tail:
                     blobs.append(sealed[-1])
                     sealed, at_tail = sealed[:-1], len(blobs) + 3
+                if split.constant is not None:
+                    blobs.append(split.constant)
+                    at_constant = len(blobs) + 3
                 table.append(
                     (
                         str(agent_id),
@@ -144,13 +150,14 @@ class RedisStore(RedisSlots, SharedStore):
                         -1 if split.base is None else split.base,
                         sealed,
                         at_tail,
+                        at_constant,
                     )
                 )
             calls.append((table, blobs))
         if len(calls) == 1:
             replies = [self._save_call(*calls[0])]
         else:
-            keys = [self.key, self._owners, self._deadlines, self._tails]
+            keys = self._save_keys
             script = self._scripts["SAVE_MANY"]
             pipe = self._client.pipeline(transaction=False)
             for table, blobs in calls:
@@ -178,7 +185,7 @@ class RedisStore(RedisSlots, SharedStore):
         again = True
         while True:
             try:
-                conn.send_command("EVALSHA", script.sha, 4, *self._save_head, packed, *blobs)
+                conn.send_command("EVALSHA", script.sha, 5, *self._save_head, packed, *blobs)
                 return conn.read_response()
             except redis.exceptions.NoScriptError:
                 if not again:
@@ -193,11 +200,7 @@ class RedisStore(RedisSlots, SharedStore):
 
     def delete(self, agent_id: int) -> None:
         """Remove the agent, unless another worker holds it."""
-        if not self._run(
-            "DELETE",
-            [self.key, self._owners, self._deadlines, self._tails],
-            [agent_id, self.worker, self._dialogs],
-        ):
+        if not self._run("DELETE", self._save_keys, [agent_id, self.worker, self._dialogs]):
             raise LeaseLost(f"agent {agent_id} is held by another worker now")
 
     def load_all(self) -> Iterator[tuple[int, bytes]]:
@@ -215,17 +218,20 @@ class RedisStore(RedisSlots, SharedStore):
 
     def _claim_many(self, ids: list[bytes]) -> Iterator[tuple[int, bytes]]:
         args = [self.worker, self._workers, self._dialogs, *ids]
-        claimed, busy = self._run("CLAIM_MANY", [self.key, self._owners, self._tails], args)
+        keys = [self.key, self._owners, self._tails, self._constant]
+        claimed, busy = self._run("CLAIM_MANY", keys, args)
         if self._reap(busy):  # some were held by a dead process of this machine: try again
-            claimed += self._run("CLAIM_MANY", [self.key, self._owners, self._tails], args)[0]
-        for i in range(0, len(claimed), 4):
-            yield int(claimed[i]), assemble(claimed[i + 1], _parts(claimed[i + 2], claimed[i + 3]))
+            claimed += self._run("CLAIM_MANY", keys, args)[0]
+        for i in range(0, len(claimed), 5):
+            parts = _parts(claimed[i + 2], claimed[i + 3])
+            yield int(claimed[i]), assemble(claimed[i + 1], parts, claimed[i + 4])
 
     def stored(self, agent_id: int) -> bytes | None:
-        """The agent's snapshot as stored (head and parts put together), or None; read
-        without claiming it."""
-        found = self._run("READ", [self.key, self._tails], [agent_id, self._dialogs])
-        return None if found is None else assemble(found[0], _parts(found[1], found[2]))
+        """The agent's snapshot as stored (head, constant entries and parts put together), or
+        None; read without claiming it."""
+        keys = [self.key, self._tails, self._constant]
+        found = self._run("READ", keys, [agent_id, self._dialogs])
+        return None if found is None else assemble(found[0], _parts(found[1], found[2]), found[3])
 
     def _reap(self, owners: Sequence[bytes]) -> bool:
         """End the leases of owners that are dead processes of this machine (see
@@ -252,13 +258,13 @@ class RedisStore(RedisSlots, SharedStore):
     def _claim_once(self, agent_id: int, adopt: bool) -> Claim:
         reply = self._run(
             "CLAIM",
-            [self.key, self._owners, self._tails],
+            [self.key, self._owners, self._tails, self._constant],
             [agent_id, self.worker, self._workers, int(adopt), self._dialogs],
         )
         status = reply[0].decode()
         if status == "missing":
             return Claim("missing")
-        document = assemble(reply[1], _parts(reply[3], reply[4])) if reply[1] else None
+        document = assemble(reply[1], _parts(reply[3], reply[4]), reply[5]) if reply[1] else None
         owner = reply[2].decode() if status == "busy" else None
         return Claim(status, document, owner)
 

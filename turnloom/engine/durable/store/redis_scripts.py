@@ -3,50 +3,60 @@ so Redis runs it atomically and no two workers can both take an agent.
 
 Keys (`P` is the store's prefix): `P:agents` (hash: id → the snapshot's head, see `parts`),
 `P:tails` (hash: id → the dialog's tail, its last part, when it has one), `P:dialog:ID` (list:
-agent ID's sealed dialog parts, in order, before the tail), `P:owners` (hash: id → the worker
+agent ID's sealed dialog parts, in order, before the tail), `P:constant` (hash: id → the
+entries its head leaves out, written once; data of the previous layout has none, its heads are
+whole), `P:owners` (hash: id → the worker
 holding it), `P:deadlines` (sorted set: id scored by its pause deadline), `P:next_id`
 (counter) and `P:worker:NAME` (a key with an expiry: worker NAME is alive while it exists). An
 agent is held by a worker when its `owners` field names a worker whose key exists. An agent's
 parts, as `parts.assemble` takes them, are its sealed ones then its tail.
 """
 
-# KEYS: agents, owners, tails. ARGV: id, me, worker key prefix, adopt ("1": claim even if not
-# stored), dialog key prefix. Returns {status, head, owner or '', sealed parts, tail or ''}.
+# KEYS: agents, owners, tails, constant. ARGV: id, me, worker key prefix, adopt ("1": claim
+# even if not stored), dialog key prefix. Returns {status, head, owner or '', sealed parts,
+# tail or '', constant entries or ''}.
 CLAIM = """
 local doc = redis.call('HGET', KEYS[1], ARGV[1])
 if not doc and ARGV[4] ~= '1' then return {'missing'} end
 local parts = redis.call('LRANGE', ARGV[5] .. ARGV[1], 0, -1)
 local tail = redis.call('HGET', KEYS[3], ARGV[1]) or ''
+local constant = redis.call('HGET', KEYS[4], ARGV[1]) or ''
 local owner = redis.call('HGET', KEYS[2], ARGV[1])
 if owner and owner ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. owner) == 1 then
-  return {'busy', doc or '', owner, parts, tail}
+  return {'busy', doc or '', owner, parts, tail, constant}
 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return {'claimed', doc or '', '', parts, tail}
+return {'claimed', doc or '', '', parts, tail, constant}
 """
 
-# KEYS: agents, owners, deadlines, tails. ARGV: me, dialog key prefix, the writes' table: one
-# msgpack array (Redis's own `cmsgpack` reads it, str types only) of [id, head (the index in
-# ARGV of the agent's head), deadline ("" = none), base (-1 = its parts stay as they are),
-# [sealed parts from base on], tail (the index in ARGV of its tail, 0 = none)] per agent; then
-# the heads and tails themselves, one argument each. A head or tail is handed to Lua once, as
+# KEYS: agents, owners, deadlines, tails, constant. ARGV: me, dialog key prefix, the writes'
+# table: one msgpack array (Redis's own `cmsgpack` reads it, str types only) of [id, head (the
+# index in ARGV of the agent's head), deadline ("" = none), base (-1 = its parts stay as they
+# are), [sealed parts from base on], tail (the index in ARGV of its tail, 0 = none), constant
+# (the index in ARGV of its constant entries, 0 = they stay)] per agent; then the heads, tails
+# and constant entries themselves, one argument each. A head or tail is handed to Lua once, as
 # an argument, not again by `unpack`: a script's cost grows with the bytes Lua makes strings of
 # (22 agents, about 26 KB: 95 us a call against 130 with them in the table). Writes the agents
-# this worker holds (head, tail, sealed parts from `base` on, deadline index) and returns the
-# ids of the others, untouched. One HMGET, one HSET of heads, at most one HSET and one HDEL of
-# tails and one ZREM and one ZADD whatever the count; an LTRIM (or DEL) and an RPUSH only for
-# an agent whose sealed parts change (the caller keeps a call under `unpack`'s limit).
+# this worker holds (head, constant entries, tail, sealed parts from `base` on, deadline index)
+# and returns the ids of the others, untouched. One HMGET, one HSET of heads, at most one HSET
+# of constant entries, one HSET and one HDEL of tails and one ZREM and one ZADD whatever the
+# count; an LTRIM (or DEL) and an RPUSH only for an agent whose sealed parts change (the caller
+# keeps a call under `unpack`'s limit).
 SAVE_MANY = """
 local writes = cmsgpack.unpack(ARGV[3])
 local ids = {}
 for n, w in ipairs(writes) do ids[n] = w[1] end
 local owners = redis.call('HMGET', KEYS[2], unpack(ids))
-local refused, docs, gone, due, tails, untailed = {}, {}, {}, {}, {}, {}
+local refused, docs, gone, due, tails, untailed, constants = {}, {}, {}, {}, {}, {}, {}
 for n, w in ipairs(writes) do
   local id = w[1]
   if owners[n] == ARGV[1] then
     docs[#docs + 1] = id
     docs[#docs + 1] = ARGV[w[2]]
+    if w[7] > 0 then
+      constants[#constants + 1] = id
+      constants[#constants + 1] = ARGV[w[7]]
+    end
     if w[3] == '' then
       gone[#gone + 1] = id
     else
@@ -72,6 +82,7 @@ for n, w in ipairs(writes) do
   end
 end
 if #docs > 0 then redis.call('HSET', KEYS[1], unpack(docs)) end
+if #constants > 0 then redis.call('HSET', KEYS[5], unpack(constants)) end
 if #tails > 0 then redis.call('HSET', KEYS[4], unpack(tails)) end
 if #untailed > 0 then redis.call('HDEL', KEYS[4], unpack(untailed)) end
 if #gone > 0 then redis.call('ZREM', KEYS[3], unpack(gone)) end
@@ -79,13 +90,14 @@ if #due > 0 then redis.call('ZADD', KEYS[3], unpack(due)) end
 return refused
 """
 
-# KEYS: agents, owners, deadlines, tails. ARGV: id, me, dialog key prefix. Refused (0) only if
-# another worker holds it.
+# KEYS: agents, owners, deadlines, tails, constant. ARGV: id, me, dialog key prefix. Refused
+# (0) only if another worker holds it.
 DELETE = """
 local owner = redis.call('HGET', KEYS[2], ARGV[1])
 if owner and owner ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[1])
 redis.call('DEL', ARGV[3] .. ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
@@ -126,9 +138,9 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[2], id, ARGV[1]) end
 return id
 """
 
-# KEYS: agents, owners, tails. ARGV: me, worker key prefix, dialog key prefix, ids... Claims
-# every listed agent no live worker holds: returns {id, head, sealed parts, tail or '', ...}
-# and the owners that held the others.
+# KEYS: agents, owners, tails, constant. ARGV: me, worker key prefix, dialog key prefix, ids...
+# Claims every listed agent no live worker holds: returns {id, head, sealed parts, tail or '',
+# constant entries or '', ...} and the owners that held the others.
 CLAIM_MANY = """
 local out, busy = {}, {}
 for i = 4, #ARGV do
@@ -144,19 +156,21 @@ for i = 4, #ARGV do
       out[#out + 1] = doc
       out[#out + 1] = redis.call('LRANGE', ARGV[3] .. id, 0, -1)
       out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+      out[#out + 1] = redis.call('HGET', KEYS[4], id) or ''
     end
   end
 end
 return {out, busy}
 """
 
-# KEYS: agents, tails. ARGV: id, dialog key prefix. The agent's head, sealed parts and tail
-# (or ''), read without a claim.
+# KEYS: agents, tails, constant. ARGV: id, dialog key prefix. The agent's head, sealed parts,
+# tail (or '') and constant entries (or ''), read without a claim.
 READ = """
 local doc = redis.call('HGET', KEYS[1], ARGV[1])
 if not doc then return false end
 local parts = redis.call('LRANGE', ARGV[2] .. ARGV[1], 0, -1)
-return {doc, parts, redis.call('HGET', KEYS[2], ARGV[1]) or ''}
+local tail = redis.call('HGET', KEYS[2], ARGV[1]) or ''
+return {doc, parts, tail, redis.call('HGET', KEYS[3], ARGV[1]) or ''}
 """
 
 # KEYS: deadlines. ARGV: now, limit. The ids whose deadline is due.

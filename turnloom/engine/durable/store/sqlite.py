@@ -1,26 +1,30 @@
 """The embedded store: one SQLite file (stdlib `sqlite3`), in WAL mode.
 
-Schema (`SCHEMA_VERSION` 2):
+Schema (`SCHEMA_VERSION` 3):
 
-    turnloom_meta(key TEXT PRIMARY KEY, value TEXT)        -- ('schema', '2')
+    turnloom_meta(key TEXT PRIMARY KEY, value TEXT)        -- ('schema', '3')
     turnloom_agents(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL, tail BLOB)
     turnloom_dialog(agent_id INTEGER, part INTEGER, messages BLOB NOT NULL,
                     PRIMARY KEY (agent_id, part)) WITHOUT ROWID
+    turnloom_constant(agent_id INTEGER PRIMARY KEY, entries BLOB NOT NULL)
 
 An agent's row holds its snapshot's head and its dialog's tail, `turnloom_dialog` the sealed
-parts before it (`parts`, `dialog_parts`): a pause rewrites the head alone, a completion the
-row (head and tail), and a part is added only when the tail fills up, so most writes touch one
-row (a commit costs about one page per row it touches). The rows of the agents that came to
-rest together (`save_many`) are written in one transaction: a crash leaves every agent at its
-previous or its new write, never between, and a group costs one commit however many agents it
-holds. `synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any instant with
-nothing lost; a power cut may lose the last writes but never corrupts the file (SQLite's own
+parts before it, `turnloom_constant` the entries its head leaves out, written once (`parts`,
+`dialog_parts`): a pause rewrites the head alone, a completion the row (head and tail), and a
+part is added only when the tail fills up, so most writes touch one row, about two thirds the
+size it would be with the constant entries in it (a commit costs about one page per row it
+touches, fewer for smaller rows). The rows of the agents that came to rest together
+(`save_many`) are written in one transaction: a crash leaves every agent at its previous or
+its new write, never between, and a group costs one commit however many agents it holds.
+`synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any instant with nothing
+lost; a power cut may lose the last writes but never corrupts the file (SQLite's own
 guarantee). Pass `synchronous="FULL"` to make each write survive a power cut too, at the cost
 of an fsync (one per group).
 
-A file of schema 1 (whole snapshots only) is taken as it is and marked 2 once the dialog table
-and the tail column are added: its rows are heads with no parts. A turnloom that reads only
-schema 1 refuses a schema 2 file by name.
+A file of an earlier schema is taken as it is and marked 3 once the tables and columns it lacks
+are added: schema 1 (whole snapshots only) and schema 2 (no constant table) hold whole heads,
+which are read as they are. A turnloom that reads an earlier schema only refuses a newer file
+by name.
 """
 
 from __future__ import annotations
@@ -37,8 +41,8 @@ from .parts import SplitWrite, assemble
 from .slots import SQLiteSlots
 
 #: The layout this module writes; a file with another is refused (1 is taken and upgraded).
-SCHEMA_VERSION = 2
-_READS = ("1", "2")
+SCHEMA_VERSION = 3
+_READS = ("1", "2", "3")
 _BATCH = 4096
 #: Rows written with one statement each group (`_many`): (start, one row's values, end).
 _ROWS = ("INSERT OR REPLACE INTO turnloom_agents (agent_id, document, tail) VALUES ", "(?,?,?)", "")
@@ -61,6 +65,7 @@ _REST = (
 _ROWS_PER_STATEMENT = 256
 _DROP_PARTS = "DELETE FROM turnloom_dialog WHERE agent_id = ? AND part >= ?"
 _ADD_PART = "INSERT OR REPLACE INTO turnloom_dialog (agent_id, part, messages) VALUES (?, ?, ?)"
+_SET_CONSTANT = "INSERT OR REPLACE INTO turnloom_constant (agent_id, entries) VALUES (?, ?)"
 
 
 class SQLiteStore(SQLiteSlots, Store):
@@ -120,6 +125,10 @@ class SQLiteStore(SQLiteSlots, Store):
                 "CREATE TABLE IF NOT EXISTS turnloom_dialog (agent_id INTEGER, part INTEGER, "
                 "messages BLOB NOT NULL, PRIMARY KEY (agent_id, part)) WITHOUT ROWID"
             )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS turnloom_constant "
+                "(agent_id INTEGER PRIMARY KEY, entries BLOB NOT NULL)"
+            )
             if found != str(SCHEMA_VERSION):
                 self._db.execute(
                     "UPDATE turnloom_meta SET value = ? WHERE key = 'schema'",
@@ -135,8 +144,8 @@ class SQLiteStore(SQLiteSlots, Store):
         self.save_many([(agent_id, document, deadline)])
 
     def save_many(self, writes: Sequence[Write]) -> list[int]:
-        """Every agent's row and changed parts in one transaction (one commit for the
-        group); refuses none."""
+        """Every agent's row, changed parts and changed constant entries in one transaction
+        (one commit for the group); refuses none."""
         rest = _rest_values(writes)
         if rest is not None:
             with self._lock:
@@ -148,11 +157,14 @@ class SQLiteStore(SQLiteSlots, Store):
         rows: list[tuple[int, object, object]] = []  # (id, head, tail or None)
         drops: list[tuple[int, int]] = []  # (id, first sealed part dropped)
         sealed: list[tuple[int, int, object]] = []  # (id, index, part)
+        constants: list[tuple[int, object]] = []  # (id, constant entries)
         for agent_id, document, _ in writes:
             if not isinstance(document, SplitWrite):  # a whole snapshot: a head with no parts
                 rows.append((agent_id, _blob(document), None))
                 drops.append((agent_id, 0))
                 continue
+            if document.constant is not None:
+                constants.append((agent_id, _blob(document.constant)))
             base = document.base
             if base is None:
                 heads.append((agent_id, _blob(document.head)))
@@ -176,6 +188,8 @@ class SQLiteStore(SQLiteSlots, Store):
                 self._db.executemany(_DROP_PARTS, drops)
             if sealed:
                 self._db.executemany(_ADD_PART, sealed)
+            if constants:
+                self._db.executemany(_SET_CONSTANT, constants)
         return []
 
     def _many(self, statement: tuple[str, str, str], rows: list[tuple[Any, ...]]) -> None:
@@ -202,19 +216,26 @@ class SQLiteStore(SQLiteSlots, Store):
         with self._lock, self._transaction():
             self._db.execute("DELETE FROM turnloom_agents WHERE agent_id = ?", (agent_id,))
             self._db.execute("DELETE FROM turnloom_dialog WHERE agent_id = ?", (agent_id,))
+            self._db.execute("DELETE FROM turnloom_constant WHERE agent_id = ?", (agent_id,))
 
     def load_all(self) -> Iterator[tuple[int, bytes]]:
-        """Every agent, its head and parts put together; read in batches, in id order (the
-        connection held for each batch only: what is done between them may use it)."""
+        """Every agent, its head, constant entries and parts put together; read in batches,
+        in id order (the connection held for each batch only: what is done between them may
+        use it)."""
         with self._lock:
             heads = self._db.execute(
                 "SELECT agent_id, document, tail FROM turnloom_agents ORDER BY agent_id"
             )
-            # Parts in the same order, read alongside: one pass over each table.
+            # Parts and constant entries in the same order, read alongside: one pass over
+            # each table.
             parts = self._db.cursor().execute(
                 "SELECT agent_id, messages FROM turnloom_dialog ORDER BY agent_id, part"
             )
+            constants = self._db.cursor().execute(
+                "SELECT agent_id, entries FROM turnloom_constant ORDER BY agent_id"
+            )
             pending = parts.fetchone()
+            constant = constants.fetchone()
         while True:
             batch = []
             with self._lock:
@@ -226,7 +247,12 @@ class SQLiteStore(SQLiteSlots, Store):
                         pending = parts.fetchone()
                     if tail is not None:
                         found.append(tail)
-                    batch.append((agent_id, assemble(head, found)))
+                    while constant is not None and constant[0] < agent_id:
+                        constant = constants.fetchone()
+                    entries = (
+                        constant[1] if constant is not None and constant[0] == agent_id else b""
+                    )
+                    batch.append((agent_id, assemble(head, found, entries)))
             if not batch:
                 return
             yield from batch
@@ -248,7 +274,10 @@ class SQLiteStore(SQLiteSlots, Store):
         parts = [messages for (messages,) in found]
         if row[1] is not None:
             parts.append(row[1])
-        return assemble(row[0], parts)
+        constant = self._db.execute(
+            "SELECT entries FROM turnloom_constant WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return assemble(row[0], parts, b"" if constant is None else constant[0])
 
     def close(self) -> None:
         """Write what is queued, then close the connection."""
@@ -259,8 +288,9 @@ class SQLiteStore(SQLiteSlots, Store):
 
 def _rest_values(writes: Sequence[Write]) -> list[object] | None:
     """The values of `_REST` for a group of pauses (the head alone) and completions that add
-    to the tail (the head and the tail, no sealed part changed), in one statement of at most
-    `_ROWS_PER_STATEMENT` rows; None for any other group."""
+    to the tail (the head and the tail, no sealed part changed), none of them with constant
+    entries to write, in one statement of at most `_ROWS_PER_STATEMENT` rows; None for any
+    other group."""
     if len(writes) > _ROWS_PER_STATEMENT:
         return None
     values: list[object] = []
@@ -269,8 +299,8 @@ def _rest_values(writes: Sequence[Write]) -> list[object] | None:
             return None
         assert isinstance(document, SplitWrite)
         head = document.head
-        if head.__class__ is not bytes:
-            return None  # the general path refuses it by name
+        if head.__class__ is not bytes or document.constant is not None:
+            return None  # the general path refuses it by name, or writes the constant
         base = document.base
         if base is None:
             values += (agent_id, bytearray(head), _KEEP_TAIL)

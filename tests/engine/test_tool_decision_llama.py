@@ -181,7 +181,7 @@ def test_a_flag_of_urgency_reads_how_urgent_the_line_sounds(model: tl.LlamaModel
     """Asked as ``urgent=``, the model hardly reads the line; asked how it would answer, it
     tells a cry for help from an errand for later."""
     from turnloom.engine.turns.nodes.score_arguments import fill_arguments
-    from turnloom.engine.turns.nodes.score_urgency import is_urgency, urgency_margin
+    from turnloom.engine.turns.nodes.score_calibration import is_urgency, urgency_margin
 
     send = tl.ToolDefinition(
         "send_runner",

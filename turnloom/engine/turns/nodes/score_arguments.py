@@ -11,7 +11,7 @@ choice's prompt) are not needed here.
 - **Booleans and enums** are scored and calibrated (`score_calibration`) among their values;
   a boolean gains from the words of its description's phrase for each value the line has
   ("true to light it, false to put it out"), and a flag of urgency ("true if it cannot
-  wait") from how urgent the line sounds (`score_urgency`).
+  wait") from how urgent the line sounds (`score_calibration.urgency_margin`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
   with the line's first word, not starting or ending with a filler word, a word of the
   tool's or its arguments' names or a value another argument declares, nor holding a number
@@ -40,8 +40,15 @@ from dataclasses import dataclass
 from ...graph.params import ToolDefinition, ToolParamDefinition
 from ...inference.base import ModelBackend
 from ..dialog.projection import Interaction
-from .score_calibration import best, calibrated_scores, one_line, prompt
-from .score_urgency import URGENCY_WEIGHT, is_urgency, urgency_margin
+from .score_calibration import (
+    URGENCY_WEIGHT,
+    best,
+    calibrated_scores,
+    is_urgency,
+    one_line,
+    prompt,
+    urgency_margin,
+)
 from .score_values import (
     WORD,
     after_numbers,

@@ -273,6 +273,9 @@ def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
     assert sv.numbers("Lend me a horse for a day", DAYS) == [1]
     assert sv.numbers("three horses for a week", DAYS) == [7]  # how long, not how many
     assert sv.numbers("forty arrows", COUNT) == [40]
+    assert sv.numbers("twenty-five arrows", COUNT) == sv.numbers("twenty five arrows", COUNT)
+    assert sv.numbers("twenty five arrows", COUNT) == [25]
+    assert sv.numbers("a horse for forty two days", DAYS) == [42]
 
 
 def test_a_count_the_line_does_not_say_is_one_and_flagged_unread() -> None:

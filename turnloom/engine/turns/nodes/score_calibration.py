@@ -154,7 +154,7 @@ URGENCY_CALIBRATION: tuple[tuple[str, bool], ...] = (
 )
 #: Words of a boolean's name or description that make it a flag of urgency.
 _URGENCY_WORDS = frozenset(
-    words("urgent urgency urgently wait emergency hurry once immediately quickly asap")
+    words("urgent urgency urgently wait emergency hurry rush pressing once immediately quickly")
 )
 #: Nats a flag of urgency's true gains per nat of the line's urgency margin: the model's
 #: answer outweighs its reading of the call, which hardly moves with the line.

@@ -54,7 +54,8 @@ _NUMBER_WORDS = {
             "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
         )
     )
-} | {"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100}
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+     "hundred": 100}  # fmt: skip
 #: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
 _COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
@@ -223,17 +224,33 @@ def is_count(value: object) -> bool:
 
 
 def is_number(word: str) -> bool:
-    return word in _NUMBER_WORDS or _NUMBER.fullmatch(word) is not None
+    return _spelled(word) is not None or _NUMBER.fullmatch(word) is not None
+
+
+def _spelled(word: str) -> int | None:
+    """The number a word spells ("seven", "twenty-five"), or None."""
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
+    tens, _, unit = word.partition("-")
+    if _NUMBER_WORDS.get(tens, 0) in range(20, 100, 10) and 0 < _NUMBER_WORDS.get(unit, 0) < 10:
+        return _NUMBER_WORDS[tens] + _NUMBER_WORDS[unit]
+    return None
 
 
 def numbers(line: str, param: ToolParamDefinition) -> list[object]:
-    """The numbers `line` spells (digits, number words, "a dozen", "a couple"; for a count of
-    days or nights, spans of time: "a week" is 7, "two weeks" 14) without repeats. None: see
-    `_fill` (a count the player does not say is one, "a dagger"; one the player says is no
-    other)."""
+    """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "a couple";
+    for a count of days or nights, spans of time: "a week" is 7, "two weeks" 14) without
+    repeats. None: see `_fill` (a count the player does not say is one, "a dagger"; one the
+    player says is no other)."""
     integer = param.type == "integer"
     in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
-    words = _NUMBER_OR_WORD.findall(line)
+    words: list[str] = []
+    for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
+        joined = f"{words[-1]}-{word}".lower() if words else ""
+        if _spelled(joined) is not None:
+            words[-1] = joined
+        else:
+            words.append(word)
     found: list[tuple[bool, object]] = []
     timed: list[object] = []
     for i, word in enumerate(words):
@@ -241,8 +258,8 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
         value: float
         if _NUMBER.fullmatch(word):
             value = float(word)
-        elif low in _NUMBER_WORDS:
-            value = _NUMBER_WORDS[low]
+        elif (spelled := _spelled(low)) is not None:
+            value = spelled
         elif low in ("a", "an"):
             value = 1  # a number only with a unit after it ("a dozen", "a week")
         else:

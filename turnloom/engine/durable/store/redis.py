@@ -25,6 +25,11 @@ from .parts import as_split, assemble
 from .slots import RedisSlots
 from .worker_name import is_dead_local, new_worker_name
 
+try:  # the client's own C packer (the `redis[hiredis]` extra the store asks for)
+    from hiredis import pack_command as _pack_command
+except ImportError:  # pragma: no cover - the client packs the command itself
+    _pack_command = None  # type: ignore[assignment]
+
 _SCAN_BATCH = 2000
 _SOCKET_TIMEOUT_S = 2.0
 #: The most agents one SAVE_MANY call writes (its `unpack`s stay far below Lua's limit).
@@ -72,6 +77,7 @@ class RedisStore(RedisSlots, SharedStore):
         self._save_keys = [self.key, self._owners, self._deadlines, self._tails, self._constant]
         names = (*self._save_keys, self.worker, self._dialogs)
         self._save_head = [name.encode() for name in names]
+        self._save_count = str(len(self._save_keys)).encode()
         #: The connection the write groups go over (taken from the client's pool when first
         #: needed, given back on close), and what packs them as Redis's `cmsgpack` reads them
         #: (str types only); the lock keeps a `save_many` of the loop's off the writing
@@ -178,14 +184,31 @@ class RedisStore(RedisSlots, SharedStore):
 
     def _save_on_writer(self, table: list[tuple[Any, ...]], blobs: list[bytes]) -> Any:
         script = self._scripts["SAVE_MANY"]
-        packed = self._packer.pack(table)
+        args = (
+            b"EVALSHA",
+            script.sha,
+            self._save_count,
+            *self._save_head,
+            self._packer.pack(table),
+        )
+        command = None
+        if _pack_command is not None:
+            # In one C call: the client's packer calls its encoder on each argument first (a
+            # group of 64 writes, 96 heads and tails: 55 us against 20).
+            try:
+                command = _pack_command((*args, *blobs))
+            except TypeError:  # a value hiredis does not take (a bytearray): the client's
+                command = None
         if self._writer is None:
             self._writer = self._client.connection_pool.get_connection()
         conn = self._writer
         again = True
         while True:
             try:
-                conn.send_command("EVALSHA", script.sha, 5, *self._save_head, packed, *blobs)
+                if command is not None:
+                    conn.send_packed_command([command])
+                else:
+                    conn.send_command(*args, *blobs)
                 return conn.read_response()
             except redis.exceptions.NoScriptError:
                 if not again:

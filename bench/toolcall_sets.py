@@ -17,15 +17,13 @@ the tools' words ("the north door looks old") to catch a model that matches word
 - **tavern** (`data/tavern_heldout.json`, 45 lines, 6 tools, an innkeeper): held out, written
   first and frozen before any of that tuning, but read while tuning since;
 - **quartermaster** (`data/quartermaster_sealed.json`, 50 lines, 6 tools, a ship's
-  quartermaster; sha256 c155131d8ec0471f09c548147862502d08b8cbb2cb71f5f35d3a4a549f52b0cb): held
-  out and sealed, written before the tuning it checks and never tuned on or read by whoever tunes.
-  It has since judged two variants of the request/talk step, so it is no longer unseen;
-- **apothecary** (`data/apothecary_sealed.json`, 52 lines, 6 tools, a town apothecary;
-  sha256 4cf5850a8c1433b3d98c7578ba7ecde656cb38c8d9a59e4981b591828d636f77): a second sealed set,
-  written and frozen before the tuning it judges, never tuned on;
-- **ferryman** (`data/ferryman_sealed.json`, 59 lines, 6 tools, a river ferryman;
-  sha256 e4ca874a49f6487f3a893906b186127fe425e6b92fa59bb54aecf87e59e7334a): a third sealed set,
-  written and frozen before the argument work it judges, never tuned on.
+  quartermaster; sha256 c155131d8ec0471f09c548147862502d08b8cbb2cb71f5f35d3a4a549f52b0cb),
+  **apothecary** (`data/apothecary_sealed.json`, 52 lines, 6 tools, a town apothecary;
+  sha256 4cf5850a8c1433b3d98c7578ba7ecde656cb38c8d9a59e4981b591828d636f77) and **ferryman**
+  (`data/ferryman_sealed.json`, 59 lines, 6 tools, a river ferryman;
+  sha256 e4ca874a49f6487f3a893906b186127fe425e6b92fa59bb54aecf87e59e7334a): each written and
+  frozen as a sealed set before the tuning it judged, judged once, and a development set since
+  (its lines read and tuned on); the files are never edited, so the sha256 still holds.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Ten sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Eleven sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -24,6 +24,9 @@ the tools' words ("the north door looks old") to catch a model that matches word
   sha256 e4ca874a49f6487f3a893906b186127fe425e6b92fa59bb54aecf87e59e7334a): each written and
   frozen as a sealed set before the tuning it judged, judged once, and a development set since
   (its lines read and tuned on); the files are never edited, so the sha256 still holds.
+- **lighthouse** (`data/lighthouse_sealed.json`, 58 lines, 6 tools, a lighthouse keeper;
+  sha256 4f3677df47093db1271b03de172cc54d098d4088059619ed0b9b9cc672aa8c9e): held out and
+  sealed, written and frozen before the tool-choice work it judges, never tuned on.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -308,8 +311,21 @@ TAVERN = load_set(_DATA / "tavern_heldout.json")
 QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json")
 APOTHECARY = load_set(_DATA / "apothecary_sealed.json")
 FERRYMAN = load_set(_DATA / "ferryman_sealed.json")
+LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json")
 
 SETS = {
     s.name: s
-    for s in (GAME, SHOP, CRAFT, FORGE, FARM, ARCHIVE, TAVERN, QUARTERMASTER, APOTHECARY, FERRYMAN)
+    for s in (
+        GAME,
+        SHOP,
+        CRAFT,
+        FORGE,
+        FARM,
+        ARCHIVE,
+        TAVERN,
+        QUARTERMASTER,
+        APOTHECARY,
+        FERRYMAN,
+        LIGHTHOUSE,
+    )
 }

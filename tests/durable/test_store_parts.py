@@ -406,6 +406,46 @@ def test_redis_writes_go_on_after_a_script_flush_and_a_dropped_connection(redis_
         admin.close()
 
 
+def test_a_redis_write_group_larger_than_one_script_call_writes_every_agent(
+    redis_url: str,
+) -> None:
+    """Over `_SAVE_BATCH` agents: several SAVE_MANY calls in one round trip, each agent with
+    its head, sealed parts, tail and constant entries where it has them."""
+    import redis
+
+    from turnloom.engine.durable.store.redis import _SAVE_BATCH
+
+    store = RedisStore(redis.Redis.from_url(redis_url), prefix="parts-large-group")
+    try:
+        store.heartbeat(5)
+        ids = [store.allocate_id(True) for _ in range(_SAVE_BATCH + 40)]
+
+        def part(*texts: str) -> bytes:
+            return pack([{"role": "user", "content": text} for text in texts])
+
+        def write(n: int, agent_id: int) -> SplitWrite:
+            head = pack({"agent": agent_id, "dialog": 3})
+            cut = head[:1] + head[1 + len(pack({"agent": agent_id})) - 1 :]
+            constant = pack({"agent": agent_id})[1:]
+            parts = (part(f"{n}a"), part(f"{n}b", f"{n}c"), part(f"{n}d"))
+            if n % 2:
+                return SplitWrite(cut, 0, parts, True, constant)
+            return SplitWrite(head, 0, parts, n % 4 == 0)  # whole heads, the tail sealed or not
+
+        writes = [(agent_id, write(n, agent_id), None) for n, agent_id in enumerate(ids)]
+        assert store.save_many(writes) == []
+        for agent_id, split, _ in writes:
+            whole = pack({"agent": agent_id, "dialog": 3})
+            assert store.stored(agent_id) == assemble(whole, list(split.parts))
+            assert _parts(store, agent_id) == list(split.parts)
+    finally:
+        admin = redis.Redis.from_url(redis_url)
+        for key in admin.scan_iter("parts-large-group:*"):
+            admin.delete(key)
+        admin.close()
+        store.close()
+
+
 def test_the_head_is_packed_as_the_whole_document_whatever_changed_since_the_last() -> None:
     # Each turn picks a line at random, then one in turn, then pauses: the random source and
     # the node state change before the pause, with no completion in between (the call counter

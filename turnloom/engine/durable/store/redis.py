@@ -134,30 +134,33 @@ class RedisStore(RedisSlots, SharedStore):
         others' ids are returned."""
         calls = []
         for start in range(0, len(writes), _SAVE_BATCH):
-            # The writes' table, and the heads and tails it points to (ARGV from index 4 on).
-            table: list[tuple[Any, ...]] = []
+            # The writes' table, eight values an agent, and the heads, tails, sealed parts and
+            # constant entries it points to (ARGV from index 4 on: blob k is ARGV k + 4).
+            table: list[Any] = []
             blobs: list[bytes] = []
             for agent_id, document, deadline in writes[start : start + _SAVE_BATCH]:
                 split = as_split(document)
-                sealed, at_tail, at_constant = split.parts, 0, 0
+                sealed, at_tail, first, at_constant = split.parts, 0, 0, 0
                 blobs.append(split.head)
                 at_head = len(blobs) + 3
                 if split.tail:
                     blobs.append(sealed[-1])
                     sealed, at_tail = sealed[:-1], len(blobs) + 3
+                if sealed:
+                    first = len(blobs) + 4
+                    blobs += sealed
                 if split.constant is not None:
                     blobs.append(split.constant)
                     at_constant = len(blobs) + 3
-                table.append(
-                    (
-                        str(agent_id),
-                        at_head,
-                        "" if deadline is None else repr(deadline),
-                        -1 if split.base is None else split.base,
-                        sealed,
-                        at_tail,
-                        at_constant,
-                    )
+                table += (
+                    str(agent_id),
+                    at_head,
+                    "" if deadline is None else repr(deadline),
+                    -1 if split.base is None else split.base,
+                    first,
+                    len(sealed),
+                    at_tail,
+                    at_constant,
                 )
             calls.append((table, blobs))
         if len(calls) == 1:
@@ -172,7 +175,7 @@ class RedisStore(RedisSlots, SharedStore):
             replies = pipe.execute()
         return [int(agent_id) for reply in replies for agent_id in reply]
 
-    def _save_call(self, table: list[tuple[Any, ...]], blobs: list[bytes]) -> Any:
+    def _save_call(self, table: list[Any], blobs: list[bytes]) -> Any:
         """One SAVE_MANY call on this store's own connection: the client's command path
         (pool, retries, its telemetry) costs several times the round trip itself, and a write
         group is made at almost every loop iteration of a busy worker. Like the client, this
@@ -182,7 +185,7 @@ class RedisStore(RedisSlots, SharedStore):
         with self._writing:
             return self._save_on_writer(table, blobs)
 
-    def _save_on_writer(self, table: list[tuple[Any, ...]], blobs: list[bytes]) -> Any:
+    def _save_on_writer(self, table: list[Any], blobs: list[bytes]) -> Any:
         script = self._scripts["SAVE_MANY"]
         args = (
             b"EVALSHA",

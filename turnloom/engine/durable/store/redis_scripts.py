@@ -30,45 +30,52 @@ return {'claimed', doc or '', '', parts, tail, constant}
 """
 
 # KEYS: agents, owners, deadlines, tails, constant. ARGV: me, dialog key prefix, the writes'
-# table: one msgpack array (Redis's own `cmsgpack` reads it, str types only) of [id, head (the
-# index in ARGV of the agent's head), deadline ("" = none), base (-1 = its parts stay as they
-# are), [sealed parts from base on], tail (the index in ARGV of its tail, 0 = none), constant
-# (the index in ARGV of its constant entries, 0 = they stay)] per agent; then the heads, tails
-# and constant entries themselves, one argument each. A head or tail is handed to Lua once, as
-# an argument, not again by `unpack`: a script's cost grows with the bytes Lua makes strings of
-# (22 agents, about 26 KB: 95 us a call against 130 with them in the table). Writes the agents
-# this worker holds (head, constant entries, tail, sealed parts from `base` on, deadline index)
-# and returns the ids of the others, untouched. One HMGET, one HSET of heads, at most one HSET
-# of constant entries, one HSET and one HDEL of tails and one ZREM and one ZADD whatever the
+# table: one flat msgpack array (Redis's own `cmsgpack` reads it, str types only) of eight
+# values per agent: id, head (the index in ARGV of the agent's head), deadline ("" = none),
+# base (-1 = its parts stay as they are), first (the index in ARGV of its first sealed part
+# from base on) and count (how many), tail (the index in ARGV of its tail, 0 = none), constant
+# (the index in ARGV of its constant entries, 0 = they stay); then the heads, tails, sealed
+# parts and constant entries themselves, one argument each. Each is handed to Lua once, as an
+# argument, not again by `unpack` (a script's cost grows with the bytes Lua makes strings of:
+# 22 agents, about 26 KB, 95 us a call against 130 with them in the table), and the table is
+# flat, not an array per agent (64 agents: 158 us a call against 192). Writes the agents this
+# worker holds (head, constant entries, tail, sealed parts from `base` on, deadline index) and
+# returns the ids of the others, untouched. One HMGET, one HSET of heads, at most one HSET of
+# constant entries, one HSET and one HDEL of tails and one ZREM and one ZADD whatever the
 # count; an LTRIM (or DEL) and an RPUSH only for an agent whose sealed parts change (the caller
 # keeps a call under `unpack`'s limit).
 SAVE_MANY = """
-local writes = cmsgpack.unpack(ARGV[3])
+local w = cmsgpack.unpack(ARGV[3])
+local n = #w / 8
 local ids = {}
-for n, w in ipairs(writes) do ids[n] = w[1] end
+for i = 1, n do ids[i] = w[i * 8 - 7] end
 local owners = redis.call('HMGET', KEYS[2], unpack(ids))
 local refused, docs, gone, due, tails, untailed, constants = {}, {}, {}, {}, {}, {}, {}
-for n, w in ipairs(writes) do
-  local id = w[1]
-  if owners[n] == ARGV[1] then
+for i = 1, n do
+  local at = i * 8 - 8
+  local id = w[at + 1]
+  if owners[i] == ARGV[1] then
     docs[#docs + 1] = id
-    docs[#docs + 1] = ARGV[w[2]]
-    if w[7] > 0 then
+    docs[#docs + 1] = ARGV[w[at + 2]]
+    local constant = w[at + 8]
+    if constant > 0 then
       constants[#constants + 1] = id
-      constants[#constants + 1] = ARGV[w[7]]
+      constants[#constants + 1] = ARGV[constant]
     end
-    if w[3] == '' then
+    local deadline = w[at + 3]
+    if deadline == '' then
       gone[#gone + 1] = id
     else
-      due[#due + 1] = w[3]
+      due[#due + 1] = deadline
       due[#due + 1] = id
     end
-    local base, sealed, tail = w[4], w[5], w[6]
+    local base = w[at + 4]
     if base >= 0 then
-      if #sealed > 0 or base == 0 then
+      local first, count, tail = w[at + 5], w[at + 6], w[at + 7]
+      if count > 0 or base == 0 then
         local key = ARGV[2] .. id
         if base == 0 then redis.call('DEL', key) else redis.call('LTRIM', key, 0, base - 1) end
-        if #sealed > 0 then redis.call('RPUSH', key, unpack(sealed)) end
+        if count > 0 then redis.call('RPUSH', key, unpack(ARGV, first, first + count - 1)) end
       end
       if tail == 0 then
         untailed[#untailed + 1] = id

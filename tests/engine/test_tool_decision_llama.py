@@ -195,7 +195,11 @@ def test_a_flag_of_urgency_reads_how_urgent_the_line_sounds(model: tl.LlamaModel
     urgent = "Hurry, tell the miller his mill is on fire!"
     calm = "Whenever you have time, tell the smith my horse needs new shoes."
     assert asyncio.run(urgency_margin(model, urgent)) > 0 > asyncio.run(urgency_margin(model, calm))
+    # The model answers "At once!" to "hurry", negated or not: a line that says it is not
+    # urgent is read by its words.
+    said = "No hurry, but the warden should know the roof leaks."
     values = [
-        asyncio.run(fill_arguments(model, send, line, (), 0)).values for line in (urgent, calm)
+        asyncio.run(fill_arguments(model, send, line, (), 0)).values
+        for line in (urgent, calm, said)
     ]
-    assert [v["urgent"] for v in values] == [True, False]
+    assert [v["urgent"] for v in values] == [True, False, False]

@@ -47,6 +47,7 @@ from .score_calibration import (
     is_urgency,
     one_line,
     prompt,
+    says_unhurried,
     urgency_margin,
 )
 from .score_values import (
@@ -222,6 +223,8 @@ async def _fill(
             phrases = _phrases(param.description, fill.tool_description)
             named = [phrase_words(phrase, line) for phrase in phrases]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
+            if is_urgency(param) and says_unhurried(line):  # "No hurry, but...": it says so
+                return False, math.nan
             if is_urgency(param):  # how the line would be answered: "At once!" or "Later."
                 scores[0] += URGENCY_WEIGHT * await urgency_margin(backend, line, agent_id)
         chosen, margin = best(scores)

@@ -15,12 +15,16 @@ the line is scored in a short dialog of examples (`URGENCY_EXAMPLES`), between t
 answers, past a boundary measured once per backend, as the request step's is
 (`score_request`): halfway between the median margins of labelled lines of each kind
 (`URGENCY_CALIBRATION`, other places than the examples: a farm, a village, a keep).
+
+A line that says outright it is not urgent ("No hurry, but...", "there's no rush") is read by
+its words (`says_unhurried`): the model answers "At once!" to the word "hurry", negated or not.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import threading
 import weakref
@@ -40,6 +44,7 @@ __all__ = [
     "is_urgency",
     "one_line",
     "prompt",
+    "says_unhurried",
     "urgency_margin",
 ]
 
@@ -156,6 +161,14 @@ URGENCY_CALIBRATION: tuple[tuple[str, bool], ...] = (
 _URGENCY_WORDS = frozenset(
     words("urgent urgency urgently wait emergency hurry rush pressing once immediately quickly")
 )
+#: A negation, up to two words, then a word of hurry, in one run of words: "no hurry", "no need
+#: to rush", "isn't urgent", "don't rush" (not "No, hurry!"). Not "wait" or "once": "it can't
+#: wait" is urgent.
+_NOT_URGENT = re.compile(
+    r"(?:\bno|\bnot|n't|\bnever|\bwithout)\s+(?:[\w']+\s+){0,2}?"
+    r"(?:hurry|rush|urgent|urgency|urgently|emergency|pressing)\b",
+    re.IGNORECASE,
+)
 #: Nats a flag of urgency's true gains per nat of the line's urgency margin: the model's
 #: answer outweighs its reading of the call, which hardly moves with the line.
 URGENCY_WEIGHT = 2.0
@@ -169,6 +182,11 @@ def is_urgency(param: ToolParamDefinition) -> bool:
     cannot wait", "true if it is an emergency")."""
     said = WORD.findall(f"{param.name.replace('_', ' ')} {param.description}".lower())
     return param.type == "boolean" and bool(_URGENCY_WORDS & set(said))
+
+
+def says_unhurried(line: str) -> bool:
+    """Whether `line` says outright that it is not urgent ("No hurry, but the roof leaks")."""
+    return _NOT_URGENT.search(line.replace("\u2019", "'")) is not None
 
 
 async def urgency_margin(backend: ModelBackend, line: str, agent_id: int = 0) -> float:

@@ -641,3 +641,74 @@ def test_a_line_the_short_prompt_is_unsure_of_is_asked_again_after_the_long_one(
     assert asyncio.run(sr.request_margin(scorer, "Quite sure of this one")) == 0.9
     assert len(scorer.scored) == 1  # past SURE: the short prompt's answer stands alone
     assert 0.2 < sr.SURE < 0.9
+
+
+def test_a_descriptions_words_of_where_or_with_what_count_half() -> None:
+    ferry = tl.ToolDefinition("ship_goods", "Carry goods across on the barge.")
+    gate = tl.ToolDefinition(
+        "set_lock",
+        "Open the lock to barges or close it.",
+        [tl.ToolParamDefinition("open", "boolean", "true to open it.")],
+    )
+    n = 2
+    # "barge" is where ship_goods acts (after "on") and whom the lock opens to (after "to"):
+    # half a word each; "close" follows "or", a verb of its own again: a whole word.
+    assert sw.shared_words([ferry, gate], "Close the barge lane.") == [
+        pytest.approx(0.5 * math.log((n + 1) / 2)),
+        pytest.approx(math.log((n + 1) / 1) + 0.5 * math.log((n + 1) / 2)),
+    ]
+    # A word the tool's name or parameters have counts whole, wherever the description has it.
+    named = tl.ToolDefinition("fetch_goods", "Fetch goods from the barge.", [])
+    assert sw.shared_words([named], "Fetch the goods.") == [pytest.approx(2 * math.log(2))]
+
+
+def test_a_named_person_is_evidence_for_the_tools_that_take_a_person() -> None:
+    message = tl.ToolDefinition(
+        "pass_message",
+        "Pass a message on.",
+        [
+            tl.ToolParamDefinition("recipient", "string", "Who gets the message."),
+            tl.ToolParamDefinition("message", "string", "What to tell them."),
+        ],
+    )
+    guard = tl.ToolDefinition(
+        "call_guard", "Send for the guard.", [tl.ToolParamDefinition("reason", "string", "Why.")]
+    )
+    ferry = tl.ToolDefinition(
+        "carry",
+        "Row across.",
+        [tl.ToolParamDefinition("landing", "string", "Where.", enum=["Willow Island", "mill"])],
+    )
+    tools = [message, guard, ferry]
+    assert sw.people_words(tools, "Let Elsa know I'll be late.") == [
+        pytest.approx(math.log(4)), 0.0, 0.0,
+    ]  # fmt: skip
+    # A sentence's first word, "I", or a place the tools declare names no one.
+    for line in ("Call the guard. Now!", "I said so.", "Row us to Willow Island."):
+        assert sw.people_words(tools, line) == [0.0] * 3, line
+    # Through the decision: the scripted scorer hears nothing of either tool in the line.
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(tools=[guard, message]), "Let Elsa know I'm late.")["calls"]
+    assert call.tool_name == "pass_message"
+
+
+def test_a_line_that_negates_a_tools_verb_refuses_it() -> None:
+    assert sw.refuses(MOVE, "Don't walk anywhere, just talk.")
+    assert sw.refuses(GIVE, "Do not bother giving me anything.")
+    assert sw.refuses(GIVE, "Never give him a coin")
+    # A negated word the tool does not have, or the tool's verb not negated, refuses nothing.
+    assert not sw.refuses(SET_LAMP, "Don't let the lamp go out.")
+    assert not sw.refuses(GIVE, "Give me apples, don't wait.")
+    scorer = ScoringMock("mock", script=["unused"])
+    out = run(scorer, node(), "Don't move north.")
+    assert out["calls"] == [] and out["diagnostics"]["score"]["refused"] == "move"
+    (call,) = run(scorer, node(), "move north")["calls"]
+    assert call.tool_name == "move"
+
+
+def test_a_line_that_says_it_is_not_urgent_is_not() -> None:
+    for line in ("No hurry, but the roof leaks.", "There's no rush.", "It isn\u2019t urgent.",
+                 "No need to hurry, but the shelf is loose.", "don't rush"):  # fmt: skip
+        assert sc.says_unhurried(line), line
+    for line in ("Hurry, the roof!", "No, hurry up!", "It can't wait!", "No time to lose!"):
+        assert not sc.says_unhurried(line), line

@@ -18,7 +18,8 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    what the line counts ("2 torches") where the tool takes a count of it, so "Hand me 2
    torches" asks the tool that hands items over, not the one named after torches. A request
    adds its margin to the tools' side against talk. The tool is chosen on the line alone:
-   after a dialog the model leans to the last call shown.
+   after a dialog the model leans to the last call shown. A line that names the chosen tool's
+   verb only to negate it ("Don't bother fetching Marta") calls nothing.
 3. **Its arguments** (`score_arguments`), one by one, after the recent calls of the dialog.
 
 How close each choice was (its margin in nats) is in `ScoreDecision.diagnostics`, the node's
@@ -43,7 +44,7 @@ from .score_arguments import fill_arguments
 from .score_calibration import best, calibrated_scores, one_line
 from .score_request import request_margin
 from .score_values import FILLER, WORD, enum_values
-from .score_words import WORDS_WEIGHT, counted_words, shared_words
+from .score_words import WORDS_WEIGHT, counted_words, people_words, refuses, shared_words
 
 __all__ = [
     "DECISIONS",
@@ -82,7 +83,8 @@ class ScoreDecision:
     outcome: ParseOutcome
     #: ``request``: nats the line lies on the request side of the request/talk boundary
     #: (<= 0: talk); ``margin``: nats the best tool led "no tool" by, the request's included
-    #: (small: a close call); ``tool``: the tool called; ``arguments``: each scored
+    #: (small: a close call); ``tool``: the tool called; ``refused``: the tool the line
+    #: chose but negated ("Don't open anything"), calling nothing; ``arguments``: each scored
     #: argument's margin over its runner-up.
     diagnostics: dict[str, Any] = field(default_factory=dict)
     #: The arguments the line (and the dialog) did not give, whose values are defaults.
@@ -144,7 +146,10 @@ async def decide_by_score(
         scores = await calibrated_scores(
             backend, _header(tools, labels), "\nAction:", choices, line, agent_id
         )
-        scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, [*named, 0.0], strict=True)]
+        # The people it names count for the tools that take a person, but do not stop a
+        # follow-up ("And the same for his brother Aldo."): only the tools' own words do.
+        evidence = [w + p for w, p in zip(named, people_words(tools, line), strict=True)]
+        scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, [*evidence, 0.0], strict=True)]
         chosen, _ = best(scores[:-1])
         # How much likelier the tool is than talk, with what the line's request adds to it:
         # a clear request still calls when the tools' prompt leans a little to talk.
@@ -153,6 +158,9 @@ async def decide_by_score(
     if lead <= 0 or (asks <= 0 and chosen not in lookups):
         return ScoreDecision(no_call, diagnostics)
     tool = tools[chosen]
+    if refuses(tool, line):  # "Don't bother fetching Marta": it names the tool to refuse it
+        diagnostics["refused"] = tool.name
+        return ScoreDecision(no_call, diagnostics)
     diagnostics["tool"] = tool.name
     filled = await fill_arguments(backend, tool, line, dialog, agent_id)
     diagnostics["arguments"] = filled.margins

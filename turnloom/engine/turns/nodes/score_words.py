@@ -13,20 +13,47 @@ yet asks for a count of torches, which only a tool with a count and an object to
 So a counted noun is a word of the tools that can take a count of it (`counted_words`), those
 with a numeric argument counted in it ("two nights") or, failing any, those with a numeric
 argument and an object argument the noun can fill.
+
+Not every word of a description says what the tool does: in "Carry goods or animals across on
+the ferry" or "Open the crossing to boats", the words after a preposition say where or with
+what it acts, so they count half (a player shutting the ferry down is not shipping cargo).
+
+A line that names someone ("Let Elsa know I'll be late": a capitalised word inside the line,
+none of the tools' words) is evidence for the tools that take a person, a free-text argument
+described as who ("Who gets the message."): `people_words`.
+
+A tool a line names only to refuse it ("Don't open anything", "Don't bother fetching Marta")
+is not asked for: `refuses`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
 import snowballstemmer
 
 from ...graph.params import ToolDefinition, ToolParamDefinition
-from .score_values import FILLER, SENTENCE_WORDS, WORD, counted_nouns, enum_values, is_sentence
+from .score_values import (
+    FILLER,
+    SENTENCE_WORDS,
+    WORD,
+    counted_nouns,
+    enum_values,
+    is_sentence,
+    words,
+)
 
-__all__ = ["WORDS_WEIGHT", "counted_words", "phrase_words", "shared_words"]
+__all__ = [
+    "WORDS_WEIGHT",
+    "counted_words",
+    "people_words",
+    "phrase_words",
+    "refuses",
+    "shared_words",
+]
 
 #: Nats a choice gains per unit of the words the line shares with it: one word that only one
 #: tool has outweighs most of a label's own lead.
@@ -63,6 +90,20 @@ _SPANS = frozenset(["day", "night", "week", "fortnight"])
 _STEMMER = snowballstemmer.stemmer("english")
 #: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest".
 _POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start"])
+#: Words that open a phrase of where or with what a tool acts ("across on the ferry", "to
+#: boats"); punctuation, "and" or "or" end it.
+_SETTING_OPENERS = frozenset(
+    words("on to from for in into at across of with by about through over under")
+)
+#: What a word of such a phrase counts, against one that says what the tool does.
+_SETTING_WEIGHT = 0.5
+_CLAUSE_END = re.compile(r"[,.;:!?()]")
+#: Capitalised words that name no one.
+_NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
+#: A free-text argument's description that takes a person: "Who gets the message.", "Whose tab."
+_PERSON = re.compile(r"\s*(?:who|whom|whose)\b", re.IGNORECASE)
+#: A negated verb: "don't open", "do not bother fetching", "never send".
+_REFUSAL = re.compile(r"\b(?:don't|do not|dont|never)\s+(?:bother\s+)?([\w'-]+)", re.IGNORECASE)
 
 
 def shared_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
@@ -73,11 +114,51 @@ def shared_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     weights = []
     for vocabulary in vocabularies:
         weight = 0.0
-        for stem in said & vocabulary:
+        for stem in said & vocabulary.keys():
             having = sum(stem in other for other in vocabularies)
-            weight += math.log((len(tools) + 1) / having)
+            weight += math.log((len(tools) + 1) / having) * vocabulary[stem]
         weights.append(weight)
     return weights
+
+
+def people_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
+    """Per tool, the weight of the people `line` names (module docstring): if it names
+    someone, log((tools + 1) / tools that take a person) to each tool that takes one."""
+    known = set().union(*(_vocabulary(tool) for tool in tools))
+    takers = [i for i, tool in enumerate(tools) if any(_takes_person(p) for p in tool.parameters)]
+    weights = [0.0] * len(tools)
+    if takers and any(not _stems(name) & known for name in _names(line)):
+        for i in takers:
+            weights[i] = math.log((len(tools) + 1) / len(takers))
+    return weights
+
+
+def refuses(tool: ToolDefinition, line: str) -> bool:
+    """Whether `line` negates a verb of `tool`'s ("Don't bother fetching Marta" for a tool
+    that fetches someone): it refuses the tool rather than asks for it."""
+    vocabulary = _vocabulary(tool)
+    return any(
+        _stems(m.group(1)) & vocabulary.keys()
+        for m in _REFUSAL.finditer(line.replace("\u2019", "'"))
+    )
+
+
+def _names(line: str) -> list[str]:
+    """The capitalised words of `line` that open no sentence: names, mostly."""
+    found = []
+    for clause in re.split(r"[.!?]+\s*", line):
+        for word in WORD.findall(clause)[1:]:
+            if word[:1].isupper() and word not in _NOT_PEOPLE and word.isalpha():
+                found.append(word)
+    return found
+
+
+def _takes_person(param: ToolParamDefinition) -> bool:
+    return (
+        param.type == "string"
+        and not enum_values(param)
+        and _PERSON.match(param.description) is not None
+    )
 
 
 def counted_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
@@ -131,11 +212,24 @@ def _takes_object(tool: ToolDefinition, stems: frozenset[str]) -> bool:
     return False
 
 
-def _vocabulary(tool: ToolDefinition) -> frozenset[str]:
-    parts = [tool.name.replace("_", " "), tool.description]
+def _vocabulary(tool: ToolDefinition) -> dict[str, float]:
+    """The stems of `tool`'s declaration, each with what it counts: 1, or `_SETTING_WEIGHT`
+    where the description has it only in a phrase of where or with what the tool acts."""
+    parts = [tool.name.replace("_", " ")]
     for param in tool.parameters:
         parts += [param.name.replace("_", " "), param.description, *enum_values(param)]
-    return _stems(" ".join(parts))
+    vocabulary = dict.fromkeys(_stems(" ".join(parts)), 1.0)
+    for clause in _CLAUSE_END.split(tool.description):
+        setting = False
+        for word in WORD.findall(clause):
+            low = word.lower()
+            if low in ("and", "or") or low in _SETTING_OPENERS:
+                setting = low in _SETTING_OPENERS
+                continue
+            weight = _SETTING_WEIGHT if setting else 1.0
+            for stem in _stems(word):
+                vocabulary[stem] = max(vocabulary.get(stem, 0.0), weight)
+    return vocabulary
 
 
 @lru_cache(maxsize=4096)  # the tools' texts come back at every decision

@@ -712,3 +712,45 @@ def test_a_line_that_says_it_is_not_urgent_is_not() -> None:
         assert sc.says_unhurried(line), line
     for line in ("Hurry, the roof!", "No, hurry up!", "It can't wait!", "No time to lose!"):
         assert not sc.says_unhurried(line), line
+
+
+class FixedRequest(ScoringMock):
+    """A scorer whose request step says `margin` for every line, past boundaries of 0."""
+
+    def __init__(self, margin: float) -> None:
+        super().__init__("mock", script=["unused"])
+        self.margin = margin
+
+    def measured(self, name: str) -> dict[str, float] | None:
+        return dict.fromkeys(sr.BOUNDARIES, 0.0) if name == sr.MEASURED_AS else None
+
+    async def score_choices(
+        self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+    ) -> list[float]:
+        if list(choices) == [" request\n", " talk\n"]:
+            return [self.margin, 0.0]
+        return await super().score_choices(prompt, choices, greedy=greedy, agent_id=agent_id)
+
+
+def test_an_unsure_line_that_opens_with_a_tools_verb_is_a_request() -> None:
+    unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    (call,) = run(unsure, node(), "Walk north.")["calls"]  # MOVE: "Walk in a direction."
+    assert (call.tool_name, call.arguments) == ("move", {"direction": "north"})
+    # Not the verb as written, another verb, or a question: talk, as the request step said.
+    for line in ("Walking north is fun.", "Stroll north.", "Walk north?"):
+        assert run(unsure, node(), line)["calls"] == [], line
+    # Sure talk stays talk, whatever verb it opens with.
+    assert run(FixedRequest(-2.0), node(), "Walk north.")["calls"] == []
+    assert sw.opens_with_verb([SET_LIGHT, GIVE], "Turn it on") and not sw.opens_with_verb(
+        [SET_LIGHT, GIVE], "Please turn it on"
+    )
+
+
+def test_a_question_that_asks_to_be_told_calls_only_a_lookup() -> None:
+    asks = FixedRequest(1.0)  # the request step hears a request in every line
+    params = node(tools=[GIVE, CHECK_STOCK])
+    (call,) = run(asks, params, "Could you give me apples?")["calls"]
+    assert call.tool_name == "give_item"
+    (call,) = run(asks, params, "How many apples do you have in stock?")["calls"]
+    assert call.tool_name == "check_stock"
+    assert run(asks, node(tools=[GIVE]), "How many apples do you give?")["calls"] == []

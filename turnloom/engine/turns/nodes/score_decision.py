@@ -8,7 +8,10 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
 1. **A request, or talk?** (`score_request`): whether the line asks for something at all,
    whatever it mentions: "Thanks for the ale" and "Farewell, and good luck" are talk. Talk
    calls nothing, except that a question may call a tool that looks something up (one whose
-   description starts "Look up", "Check", "Find"...: "Any rope in stock?").
+   description starts "Look up", "Check", "Find"...: "Any rope in stock?"). A question that
+   asks to be told something rather than for something (no "could", "can", "would"...: "How
+   many berths are there below deck?") may call only such a tool too. A line the step is
+   unsure of that opens with a tool's own verb ("Walk north.") is a request.
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -42,9 +45,16 @@ from ...tools.parsing import ParsedCall, ParseOutcome
 from ..dialog.projection import Interaction
 from .score_arguments import fill_arguments
 from .score_calibration import best, calibrated_scores, one_line
-from .score_request import request_margin
+from .score_request import SURE, request_margin
 from .score_values import FILLER, WORD, enum_values
-from .score_words import WORDS_WEIGHT, counted_words, people_words, refuses, shared_words
+from .score_words import (
+    WORDS_WEIGHT,
+    counted_words,
+    opens_with_verb,
+    people_words,
+    refuses,
+    shared_words,
+)
 
 __all__ = [
     "DECISIONS",
@@ -73,6 +83,9 @@ _REMARKS = (
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: A tool whose description starts with one of these finds something out: a question calls it.
 _LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "read", "inspect"})
+#: A question with one of these asks for something ("Could you unlock my chest?"); without,
+#: it asks to be told something.
+_ASKS_FOR = re.compile(r"\b(?:could|can|would|will|may|might|shall)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +142,21 @@ async def decide_by_score(
     last_call = _last_call(dialog[-1]) if dialog else None
     asks = await request_margin(backend, line, agent_id, after_call=last_call is not None)
     diagnostics: dict[str, Any] = {"request": round(asks, 3)}
-    lookups = {i for i, tool in enumerate(tools) if _looks_up(tool)} if asks <= 0 else set()
-    if asks <= 0 and not (lookups and line.rstrip().endswith("?")):
+    question = line.rstrip().endswith("?")
+    # An order that opens with a tool's own verb ("Walk north.") asks for something, where
+    # the request step is unsure of it.
+    requested = asks > 0 or (not question and asks > -SURE and opens_with_verb(tools, line))
+    # A question that asks to be told something ("How many berths are there?"), not for
+    # something ("Could you..."), can only call a tool that looks it up.
+    only_lookups = not requested or (question and not _ASKS_FOR.search(line))
+    lookups = {i for i, tool in enumerate(tools) if _looks_up(tool)} if only_lookups else set()
+    if only_lookups and not (lookups and question):
         return ScoreDecision(no_call, diagnostics)
     # What the line names, and what it counts ("2 torches") where a tool takes a count of it.
     counted = counted_words(tools, line)
     named = [w + c for w, c in zip(shared_words(tools, line), counted, strict=True)]
     names = [tool.name for tool in tools]
-    if asks > 0 and last_call in names and not any(named):
+    if requested and last_call in names and not any(named):
         # A request right after a call that names no tool follows that call up ("And four
         # more.", "Now put it out again."): the same tool, its arguments read anew.
         chosen, lead = names.index(last_call), asks
@@ -155,7 +175,7 @@ async def decide_by_score(
         # a clear request still calls when the tools' prompt leans a little to talk.
         lead = scores[chosen] - scores[-1] + max(asks, 0.0)
     diagnostics["margin"] = round(lead, 3)
-    if lead <= 0 or (asks <= 0 and chosen not in lookups):
+    if lead <= 0 or (only_lookups and chosen not in lookups):
         return ScoreDecision(no_call, diagnostics)
     tool = tools[chosen]
     if refuses(tool, line):  # "Don't bother fetching Marta": it names the tool to refuse it

@@ -22,6 +22,9 @@ A line that names someone ("Let Elsa know I'll be late": a capitalised word insi
 none of the tools' words) is evidence for the tools that take a person, a free-text argument
 described as who ("Who gets the message."): `people_words`.
 
+A line that opens with a tool's own verb as it is written ("Walk north." for a tool described
+"Walk the party in a direction", not "Crafting is my hobby") is an order: `opens_with_verb`.
+
 A tool a line names only to refuse it ("Don't open anything", "Don't bother fetching Marta")
 is not asked for: `refuses`.
 """
@@ -49,6 +52,7 @@ from .score_values import (
 __all__ = [
     "WORDS_WEIGHT",
     "counted_words",
+    "opens_with_verb",
     "people_words",
     "phrase_words",
     "refuses",
@@ -98,6 +102,7 @@ _SETTING_OPENERS = frozenset(
 #: What a word of such a phrase counts, against one that says what the tool does.
 _SETTING_WEIGHT = 0.5
 _CLAUSE_END = re.compile(r"[,.;:!?()]")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: Capitalised words that name no one.
 _NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
 #: A free-text argument's description that takes a person: "Who gets the message.", "Whose tab."
@@ -141,6 +146,19 @@ def refuses(tool: ToolDefinition, line: str) -> bool:
         _stems(m.group(1)) & vocabulary.keys()
         for m in _REFUSAL.finditer(line.replace("\u2019", "'"))
     )
+
+
+def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
+    """Whether `line`'s first word is, as written, the first word of a tool's name or
+    description (its verb: "Test these mushrooms." for test_sample)."""
+    first = WORD.findall(line)[:1]
+    if not first:
+        return False
+    verbs: set[str] = set()
+    for tool in tools:
+        for text in (_CAMEL.sub(" ", tool.name).replace("_", " "), tool.description):
+            verbs.update(w.lower() for w in WORD.findall(text)[:1])
+    return first[0].lower() in verbs
 
 
 def _names(line: str) -> list[str]:

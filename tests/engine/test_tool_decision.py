@@ -754,3 +754,28 @@ def test_a_question_that_asks_to_be_told_calls_only_a_lookup() -> None:
     (call,) = run(asks, params, "How many apples do you have in stock?")["calls"]
     assert call.tool_name == "check_stock"
     assert run(asks, node(tools=[GIVE]), "How many apples do you give?")["calls"] == []
+
+
+def test_an_object_described_by_what_takes_its_describing_words_and_a_count_is_none() -> None:
+    # A count word is not a description: "a dozen sacks of flour" carries sacks of flour.
+    line = "I need a dozen sacks of flour carried over."
+    assert sv.widened(line, "sacks of flour", frozenset(), True) == "sacks of flour"
+
+    class Shortest(ScoringMock):  # the model's pick: the last word alone
+        async def score_choices(
+            self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+        ) -> list[float]:
+            if greedy:
+                return [0.0 if c.startswith("boat") else float("-inf") for c in choices]
+            return await super().score_choices(prompt, choices, greedy=greedy, agent_id=agent_id)
+
+    search = tl.ToolDefinition(
+        "search_river",
+        "Search the river for something lost.",
+        [tl.ToolParamDefinition("item", "string", "What was lost.")],
+    )
+    filled = asyncio.run(
+        sa.fill_arguments(Shortest("m", script=["x"]), search, "Look for my son's toy boat.", (), 0)
+    )
+    # "What was lost" is an object, not a message: widened back to its determiner.
+    assert filled.values == {"item": "son's toy boat"}

@@ -51,6 +51,7 @@ from .score_calibration import (
     urgency_margin,
 )
 from .score_values import (
+    SENTENCE_WORDS,
     WORD,
     after_numbers,
     clauses,
@@ -64,6 +65,9 @@ from .score_values import (
     words,
 )
 from .score_words import WORDS_WEIGHT, phrase_words
+
+#: Words that make a string argument a message rather than an object ("What to carry" is one).
+_MESSAGE = SENTENCE_WORDS - {"what"}
 
 __all__ = ["DIALOG_CHARS", "DIALOG_TURNS", "EXAMPLES", "Arguments", "fill_arguments"]
 
@@ -237,7 +241,9 @@ async def _fill(
         text = prompt(header, line, opened + '"')
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
         chosen, margin = best(scores)
-        if is_sentence(param):
+        # A message keeps its span; an object described as "What was lost" takes the words
+        # describing it ("my son's toy boat"), as any object does.
+        if is_sentence(param, _MESSAGE):
             return values[chosen], margin
         return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:

@@ -206,6 +206,8 @@ def widened(line: str, value: str, avoid: frozenset[str], numeric: bool) -> str:
         word = words[k - 1].group().lower()
         if word in FILLER or word in _PREPOSITIONS or word in avoid or is_number(word):
             break
+        if word.removesuffix("s") in _COUNTS:  # "a dozen sacks": the count is no description
+            break
         k -= 1
     before = words[k - 1].group().lower() if k > 0 else ""
     opens = before in _DETERMINERS or is_number(before) or _possessive(before)

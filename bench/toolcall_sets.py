@@ -26,7 +26,8 @@ the tools' words ("the north door looks old") to catch a model that matches word
   (its lines read and tuned on); the files are never edited, so the sha256 still holds.
 - **lighthouse** (`data/lighthouse_sealed.json`, 58 lines, 6 tools, a lighthouse keeper;
   sha256 4f3677df47093db1271b03de172cc54d098d4088059619ed0b9b9cc672aa8c9e): held out and
-  sealed, written and frozen before the tool-choice work it judges, never tuned on.
+  sealed, written and frozen before the tool-choice work it judged (once, at the end of that
+  work), never tuned on.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -280,9 +281,11 @@ def _seeded(before: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     return tuple(messages)
 
 
-def load_set(path: Path) -> PromptSet:
+def load_set(path: Path, note: str = "") -> PromptSet:
     """A prompt set written as JSON (`data/*.json`): tools with their parameters (an `enum`
-    where the values are fixed), a system prompt, and cases (a `before` list seeds turns)."""
+    where the values are fixed), a system prompt, and cases (a `before` list seeds turns).
+    `note` replaces the file's own note: a sealed file is never edited, so what it became
+    since it was judged (a development set) is said here."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     tools: list[ToolSpec] = []
     enums: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -301,16 +304,19 @@ def load_set(path: Path) -> PromptSet:
         )
         for c in doc["cases"]
     ]
-    return PromptSet(doc["name"], doc["note"], tools, enums, cases, doc.get("system_prompt", ""))
+    system_prompt = doc.get("system_prompt", "")
+    return PromptSet(doc["name"], note or doc["note"], tools, enums, cases, system_prompt)
 
 
 FORGE = load_set(_DATA / "forge_dev.json")
 FARM = load_set(_DATA / "farm_dev.json")
 ARCHIVE = load_set(_DATA / "archive_dev.json")
 TAVERN = load_set(_DATA / "tavern_heldout.json")
-QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json")
-APOTHECARY = load_set(_DATA / "apothecary_sealed.json")
-FERRYMAN = load_set(_DATA / "ferryman_sealed.json")
+#: What a sealed set is once judged and then read and tuned on.
+_JUDGED = "judged once as a sealed set, a development set since (read and tuned on)"
+QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json", _JUDGED)
+APOTHECARY = load_set(_DATA / "apothecary_sealed.json", _JUDGED)
+FERRYMAN = load_set(_DATA / "ferryman_sealed.json", _JUDGED)
 LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json")
 
 SETS = {

@@ -779,3 +779,21 @@ def test_an_object_described_by_what_takes_its_describing_words_and_a_count_is_n
     )
     # "What was lost" is an object, not a message: widened back to its determiner.
     assert filled.values == {"item": "son's toy boat"}
+
+
+def test_thanks_closing_an_order_leaves_it_an_order() -> None:
+    assert sr.without_thanks("Turn the great lamp off, thanks.") == "Turn the great lamp off."
+    assert sr.without_thanks("Two more, cheers!") == "Two more!"
+    assert sr.without_thanks("Could you saddle her, thank you?") == "Could you saddle her?"
+    # Only thanks, thanks first, or thanks not closing the line: as it is.
+    for line in ("Thank you kindly.", "Thanks, Oskar, here's your coin.", "No, thanks anyway."):
+        assert sr.without_thanks(line) == line
+    # The scripted scorer hears talk in any line with "thanks" in it, as the model leans to.
+    scorer = ScoringMock("mock", script=["unused"])
+    out = run(scorer, node(), "Give me 2 apples, thanks.")
+    assert [(c.tool_name, c.arguments) for c in out["calls"]] == [
+        ("give_item", {"item": "apples", "count": 2})
+    ]
+    assert out["diagnostics"]["score"]["request"] > 0
+    for line in ("Thanks, give me nothing more.", "Thank you, that was quick."):
+        assert run(scorer, node(), line)["calls"] == [], line

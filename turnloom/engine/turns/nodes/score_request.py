@@ -20,12 +20,19 @@ within a few tenths of a nat of the boundary. So a line the short prompt is not 
 examples followed by three more, polite orders that end in "thanks" and remarks about things
 among them), and the two margins past their own boundaries are averaged. Each prompt stays in
 a cached prompt of its own, so the second question costs only the line again.
+
+Thanks at the end of a line ("Turn the lamp off, thanks.", "Just some bread for me, cheers.")
+says nothing about whether the rest asks for something, yet it pulls a small model to talk
+by a nat or so (the talk examples are full of thanks): the step reads such a line without it
+(`without_thanks`). A line that is only thanks, or opens with it ("Thanks, that was quick."),
+is read as it is. "please" stays: unlike thanks, it marks a request.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import statistics
 import threading
 import weakref
@@ -44,6 +51,7 @@ __all__ = [
     "line_kind",
     "measure_boundaries",
     "request_margin",
+    "without_thanks",
 ]
 
 #: The few-shot examples of the prompt, in this order: each kind spread through it.
@@ -267,12 +275,30 @@ async def request_margin(
     """How far `line` lies on the request side of its kind's boundary, in nats (<= 0: talk);
     `after_call`: the NPC has just called a tool (the line may follow that request up)."""
     boundaries = await _boundaries(backend, agent_id)
+    line = without_thanks(line)
     kind = line_kind(line, after_call)
     short = await _raw_margin(backend, "short", line, agent_id) - boundaries[f"short/{kind}"]
     if abs(short) >= SURE:
         return short
     long = await _raw_margin(backend, "long", line, agent_id) - boundaries[f"long/{kind}"]
     return (short + long) / 2
+
+
+#: Thanks closing a line that says something before it: "..., thanks." / "... thank you!".
+_CLOSING_THANKS = re.compile(
+    r"^(?P<said>.*?\w.*?)[\s,;]+(?:thanks|thank you|cheers)(?:\s+(?:so much|a lot|kindly))?"
+    r"(?P<end>[.!?]*)\s*$",
+    re.IGNORECASE | re.DOTALL,  # a line typed over several lines too
+)
+
+
+def without_thanks(line: str) -> str:
+    """`line` without the thanks that closes it ("Note her in the book, thanks." -> "Note her
+    in the book."), its closing mark kept; a line that is only thanks, unchanged."""
+    closing = _CLOSING_THANKS.match(line)
+    if closing is None:
+        return line
+    return closing["said"].rstrip(" ,;") + (closing["end"] or ".")
 
 
 def line_kind(line: str, after_call: bool) -> str:

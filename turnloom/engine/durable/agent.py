@@ -181,11 +181,8 @@ class DurableAgentCore(AgentCore):
             turn.waiters = waiters
         else:
             writes = self.writes
-            # Queued, or in flight in a group written off the loop: either way not stored yet
-            # (`writes.holds`, inline: every event of every durable agent asks).
-            if writes is not None and (
-                self.agent_id in writes.pending or self.agent_id in writes.flying
-            ):
+            # Queued, or in flight in a group written off the loop: either way not stored yet.
+            if writes is not None and writes.holds(self.agent_id):
                 writes.then(self.agent_id, partial(AgentCore.notify, self, method, *args))
                 return
         AgentCore.notify(self, method, *args)

@@ -86,6 +86,18 @@ class StoredDialog:
         #: How many parts the store holds: the sealed ones, and the tail if there is one.
         self.parts = len(sealed) + (1 if tail else 0)
 
+    def starts(self, dialog: list[Interaction]) -> bool:
+        """Whether `dialog` is the stored one, grown at its end or not at all. The agent's
+        dialog only ever grows (a completed turn's interaction is appended, and nothing changes
+        a kept turn); a new list (a restore) or a shorter one is not the stored one."""
+        count = self.count
+        return (
+            dialog is self.dialog
+            and len(dialog) >= count
+            and dialog[count - 1] is self.last
+            and len(self.last.messages) == self.last_size
+        )
+
 
 def split_snapshot(
     agent: AgentCore, stored: StoredDialog | None, head: HeadPacker
@@ -97,16 +109,7 @@ def split_snapshot(
     dialog = agent.dialog
     if not dialog:
         return SplitWrite(head.pack(agent, [])), None
-    # Whether `dialog` is the stored one, grown at its end or not at all. The agent's dialog
-    # only ever grows (a completed turn's interaction is appended, and nothing changes a kept
-    # turn); a new list (a restore) or a shorter one is not the stored one.
-    if (
-        stored is not None
-        and dialog is stored.dialog
-        and len(dialog) >= stored.count
-        and dialog[stored.count - 1] is stored.last
-        and len(stored.last.messages) == stored.last_size
-    ):
+    if stored is not None and stored.starts(dialog):
         joined = len(dialog) - stored.count
         if not joined:  # nothing joined since: the head alone
             cut = head.pack(agent, stored.parts, True)
@@ -118,13 +121,9 @@ def split_snapshot(
             return SplitWrite(cut, None, constant=constant), after
         if joined == 1 and len(stored.tail) < TAIL_TURNS - 1:
             # The common completion: one turn joins a tail that stays a tail, the one part
-            # written (what the general case below does, in fewer steps; `_interaction`
-            # inline).
-            messages = dialog_to_messages((dialog[-1],), copied=False)
-            count = len(messages)
-            packed = _PACKER.pack(messages)[1 if count < 16 else 3 if count < 0x10000 else 5 :]
-            entry = (count, packed)
-            size, body = stored.tail_size + count, stored.tail_body + packed
+            # written (what the general case below does, in fewer steps).
+            messages, packed = entry = _interaction(dialog[-1])
+            size, body = stored.tail_size + messages, stored.tail_body + packed
             kept = stored.sealed
             part = _PACKER.pack_array_header(size) + body
             cut = head.pack(agent, len(kept) + 1, True)

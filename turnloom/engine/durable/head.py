@@ -8,15 +8,20 @@ Byte for byte `snapshot.pack(snapshot.head_document(...))`: the entries and thei
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from ..graph.builder import CompiledGraph
-from ..support.clock import VirtualClock
 from ..turns.results import TurnResult
-from .snapshot import _constant, _latest, _paused_turn, _settled
+from .snapshot import (
+    _constant,
+    _latest,
+    _paused_turn,
+    _settled,
+    clock_kind,
+    now_and_offset,
+)
 
 if TYPE_CHECKING:
     from ..turns.agent import AgentCore
@@ -97,11 +102,8 @@ class HeadPacker:
             header = _PACKER.pack_map_header(self._count + len(latest))
             return b"".join((header, constant, self._settled, _PACKER.pack(latest)[1:]))
         # Every pause's and completion's write, as a rule: `_latest`'s three entries (when,
-        # the paused turn, the dialog) from packed pieces. `now_and_offset`, inline: this runs
-        # at every rest of every durable agent.
-        clock = agent.runtime.clock
-        now = clock.now()
-        offset = 0.0 if isinstance(clock, VirtualClock) else time.time() - now
+        # the paused turn, the dialog) from packed pieces.
+        now, offset = now_and_offset(agent.runtime.clock)
         header, settled, saved_at = self._header, self._settled, _PACKER.pack(now + offset)
         turn = agent.turn
         if turn.pause is None:
@@ -138,7 +140,7 @@ class HeadPacker:
                 _UNUSED_STATE,
                 _LAST_RESULT,
                 _NONE if result is None else _PACKER.pack(result.as_fields()),
-                _VIRTUAL if isinstance(agent.runtime.clock, VirtualClock) else _WALL,
+                _CLOCK_ENTRIES[clock_kind(agent.runtime.clock)],
             )
         )
 
@@ -148,7 +150,7 @@ _CALL_SEQ = _PACKER.pack("call_seq")
 _UNUSED_STATE = _PACKER.pack({"node_state": {}, "rng_state": None})[1:]
 _LAST_RESULT = _PACKER.pack("last_result")
 _NONE = _PACKER.pack(None)
-_VIRTUAL, _WALL = (_PACKER.pack({"clock": kind})[1:] for kind in ("virtual", "wall"))
+_CLOCK_ENTRIES = {kind: _PACKER.pack({"clock": kind})[1:] for kind in ("virtual", "wall")}
 _SAVED_AT = _PACKER.pack("saved_at")
 _TURN = _PACKER.pack("turn")
 _AT_REST = _TURN + _NONE  # "turn": null, an idle agent's

@@ -75,6 +75,8 @@ class RedisStore(RedisSlots, SharedStore):
         self.worker = new_worker_name()
         #: SAVE_MANY's keys and first arguments, encoded once (it runs for every write group).
         self._save_keys = [self.key, self._owners, self._deadlines, self._tails, self._constant]
+        #: The keys a claim (CLAIM, CLAIM_MANY) reads and takes.
+        self._claim_keys = [self.key, self._owners, self._tails, self._constant]
         names = (*self._save_keys, self.worker, self._dialogs)
         self._save_head = [name.encode() for name in names]
         self._save_count = str(len(self._save_keys)).encode()
@@ -244,10 +246,9 @@ class RedisStore(RedisSlots, SharedStore):
 
     def _claim_many(self, ids: list[bytes]) -> Iterator[tuple[int, bytes]]:
         args = [self.worker, self._workers, self._dialogs, *ids]
-        keys = [self.key, self._owners, self._tails, self._constant]
-        claimed, busy = self._run("CLAIM_MANY", keys, args)
+        claimed, busy = self._run("CLAIM_MANY", self._claim_keys, args)
         if self._reap(busy):  # some were held by a dead process of this machine: try again
-            claimed += self._run("CLAIM_MANY", keys, args)[0]
+            claimed += self._run("CLAIM_MANY", self._claim_keys, args)[0]
         for i in range(0, len(claimed), 5):
             parts = _parts(claimed[i + 2], claimed[i + 3])
             yield int(claimed[i]), assemble(claimed[i + 1], parts, claimed[i + 4])
@@ -284,7 +285,7 @@ class RedisStore(RedisSlots, SharedStore):
     def _claim_once(self, agent_id: int, adopt: bool) -> Claim:
         reply = self._run(
             "CLAIM",
-            [self.key, self._owners, self._tails, self._constant],
+            self._claim_keys,
             [agent_id, self.worker, self._workers, int(adopt), self._dialogs],
         )
         status = reply[0].decode()

@@ -61,6 +61,7 @@ from .score_values import (
     is_sentence,
     numbers,
     spans,
+    spelled,
     widened,
     words,
 )
@@ -92,7 +93,6 @@ Call: rent_room(nights=2)
 #: How much of the dialog the arguments read: the last few exchanges, within a budget.
 DIALOG_TURNS = 3
 DIALOG_CHARS = 600
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _BOOLEAN_PHRASES = re.compile(
     r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
     re.IGNORECASE,
@@ -136,7 +136,7 @@ async def fill_arguments(
     # Nor is a value another argument declares ("left" in "Put the dagger in my left hand").
     names = [tool.name, *(p.name for p in tool.parameters)]
     names += [v for p in tool.parameters for v in enum_values(p)]
-    words = [w.lower() for n in names for w in WORD.findall(_CAMEL.sub(" ", n).replace("_", " "))]
+    words = [w.lower() for n in names for w in WORD.findall(spelled(n))]
     avoid = frozenset(form for w in words for form in (w, w + "s", w.removesuffix("s")))
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
@@ -315,7 +315,7 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
 def _names(line: str, value: str, name: str) -> bool:
     """Whether `value` is followed in `line` by `name`'s words ("galley" in "the galley
     locker" for a "locker"), singular or plural."""
-    said = " ".join(WORD.findall(_CAMEL.sub(" ", name).replace("_", " "))).lower()
+    said = " ".join(WORD.findall(spelled(name))).lower()
     if not said:
         return False
     after = rf"{re.escape(value)}\s+{re.escape(said.removesuffix('s'))}s?(?![\w'-])"

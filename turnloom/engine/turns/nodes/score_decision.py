@@ -46,7 +46,7 @@ from ..dialog.projection import Interaction
 from .score_arguments import fill_arguments
 from .score_calibration import best, calibrated_scores, one_line
 from .score_request import SURE, request_margin
-from .score_values import FILLER, WORD, enum_values
+from .score_values import FILLER, WORD, enum_values, spelled
 from .score_words import (
     WORDS_WEIGHT,
     counted_words,
@@ -80,7 +80,6 @@ _REMARKS = (
     "The {} here is old.",
     "I dreamt about a {} last night.",
 )
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: A tool whose description starts with one of these finds something out: a question calls it.
 _LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "read", "inspect"})
 #: A question with one of these asks for something ("Could you unlock my chest?"); without,
@@ -207,7 +206,7 @@ def _labels(tools: Sequence[ToolDefinition]) -> list[str]:
     better than identifiers. "talk" names the no-tool option, which the prompt's examples of
     plain talk then match better than an abstract "none".
     """
-    words = [" ".join(_CAMEL.sub(" ", tool.name).replace("_", " ").split()) for tool in tools]
+    words = [" ".join(spelled(tool.name).split()) for tool in tools]
     if len({w.lower() for w in words}) < len(words) or not all(words):
         words = [tool.name for tool in tools]
     taken = {w.lower() for w in words}

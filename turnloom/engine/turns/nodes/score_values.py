@@ -28,6 +28,7 @@ __all__ = [
     "is_sentence",
     "numbers",
     "spans",
+    "spelled",
     "widened",
     "words",
 ]
@@ -35,6 +36,14 @@ __all__ = [
 
 def words(text: str) -> list[str]:
     return text.split()
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def spelled(name: str) -> str:
+    """A tool's or an argument's name as words: "open_door" and "openDoor" -> "open door"."""
+    return _CAMEL.sub(" ", name).replace("_", " ")
 
 
 FILLER = frozenset(

@@ -46,6 +46,7 @@ from .score_values import (
     counted_nouns,
     enum_values,
     is_sentence,
+    spelled,
     words,
 )
 
@@ -102,7 +103,6 @@ _SETTING_OPENERS = frozenset(
 #: What a word of such a phrase counts, against one that says what the tool does.
 _SETTING_WEIGHT = 0.5
 _CLAUSE_END = re.compile(r"[,.;:!?()]")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: Capitalised words that name no one.
 _NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
 #: A free-text argument's description that takes a person: "Who gets the message.", "Whose tab."
@@ -156,7 +156,7 @@ def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
         return False
     verbs: set[str] = set()
     for tool in tools:
-        for text in (_CAMEL.sub(" ", tool.name).replace("_", " "), tool.description):
+        for text in (spelled(tool.name), tool.description):
             verbs.update(w.lower() for w in WORD.findall(text)[:1])
     return first[0].lower() in verbs
 

@@ -797,3 +797,22 @@ def test_thanks_closing_an_order_leaves_it_an_order() -> None:
     assert out["diagnostics"]["score"]["request"] > 0
     for line in ("Thanks, give me nothing more.", "Thank you, that was quick."):
         assert run(scorer, node(), line)["calls"] == [], line
+
+
+def test_an_order_after_a_sentence_of_news_is_a_request() -> None:
+    assert sr.sentences("Hello, Oskar! Busy day on the river?") == [
+        "Hello, Oskar!",
+        "Busy day on the river?",
+    ]
+    assert sr.sentences("Light it, thanks.") == ["Light it, thanks."]
+    # The scripted scorer hears talk in a line with "lovely" in it: the whole line is talk,
+    # its last sentence a request.
+    scorer = ScoringMock("mock", script=["unused"])
+    out = run(scorer, node(), "What a lovely morning. Give me 2 apples.")
+    assert [(c.tool_name, c.arguments) for c in out["calls"]] == [
+        ("give_item", {"item": "apples", "count": 2})
+    ]
+    assert out["diagnostics"]["score"]["request"] > 0
+    # Talk stays talk sentence by sentence.
+    for line in ("What a lovely morning. Goodbye!", "Hello there. Nice weather."):
+        assert run(scorer, node(), line)["calls"] == [], line

@@ -26,6 +26,11 @@ says nothing about whether the rest asks for something, yet it pulls a small mod
 by a nat or so (the talk examples are full of thanks): the step reads such a line without it
 (`without_thanks`). A line that is only thanks, or opens with it ("Thanks, that was quick."),
 is read as it is. "please" stays: unlike thanks, it marks a request.
+
+A line of several sentences is a request if the whole of it or any one sentence is
+(`sentences`): an order after a sentence of news ("A schooner went by at noon. Note her in the
+book.") is pulled towards talk by the news when read whole, yet talk stays talk sentence by
+sentence ("I'll be off before the tide turns. Goodbye!").
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ __all__ = [
     "line_kind",
     "measure_boundaries",
     "request_margin",
+    "sentences",
     "without_thanks",
 ]
 
@@ -275,6 +281,22 @@ async def request_margin(
     """How far `line` lies on the request side of its kind's boundary, in nats (<= 0: talk);
     `after_call`: the NPC has just called a tool (the line may follow that request up)."""
     boundaries = await _boundaries(backend, agent_id)
+    whole = await _margin(backend, boundaries, line, agent_id, after_call)
+    said = sentences(line)
+    if whole >= SURE or len(said) < 2:
+        return whole
+    # A line of several sentences asks for something if one of them does: "The fog's thick
+    # out there. A dozen blasts on the horn." The news before an order pulls the whole line
+    # to talk, while talk stays talk sentence by sentence ("I'm turning in. Good night.").
+    parts = [await _margin(backend, boundaries, s, agent_id, after_call) for s in said]
+    return max(whole, *parts)
+
+
+async def _margin(
+    backend: ModelBackend, boundaries: dict[str, float], line: str, agent_id: int, after_call: bool
+) -> float:
+    """`line`'s margin past its kind's boundary: the short prompt's, or where it is not sure,
+    the average of both prompts'."""
     line = without_thanks(line)
     kind = line_kind(line, after_call)
     short = await _raw_margin(backend, "short", line, agent_id) - boundaries[f"short/{kind}"]
@@ -282,6 +304,15 @@ async def request_margin(
         return short
     long = await _raw_margin(backend, "long", line, agent_id) - boundaries[f"long/{kind}"]
     return (short + long) / 2
+
+
+#: Where one sentence ends and the next starts: a closing mark, then space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def sentences(line: str) -> list[str]:
+    """The sentences of `line` ("Hello, Oskar! Busy day?" -> "Hello, Oskar!", "Busy day?")."""
+    return [s for s in _SENTENCE_END.split(line.strip()) if s]
 
 
 #: Thanks closing a line that says something before it: "..., thanks." / "... thank you!".

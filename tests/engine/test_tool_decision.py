@@ -683,8 +683,14 @@ def test_a_named_person_is_evidence_for_the_tools_that_take_a_person() -> None:
     assert sw.people_words(tools, "Let Elsa know I'll be late.") == [
         pytest.approx(math.log(4)), 0.0, 0.0,
     ]  # fmt: skip
-    # A sentence's first word, "I", or a place the tools declare names no one.
-    for line in ("Call the guard. Now!", "I said so.", "Row us to Willow Island."):
+    # A sentence's first word, "I", a place the tools declare, or a name after "the" (a
+    # ship's, an inn's) names no one.
+    for line in (
+        "Call the guard. Now!",
+        "I said so.",
+        "Row us to Willow Island.",
+        "A schooner called the Brave Anna went by.",
+    ):
         assert sw.people_words(tools, line) == [0.0] * 3, line
     # Through the decision: the scripted scorer hears nothing of either tool in the line.
     scorer = ScoringMock("mock", script=["unused"])

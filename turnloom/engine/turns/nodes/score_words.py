@@ -19,8 +19,9 @@ the ferry" or "Open the crossing to boats", the words after a preposition say wh
 what it acts, so they count half (a player shutting the ferry down is not shipping cargo).
 
 A line that names someone ("Let Elsa know I'll be late": a capitalised word inside the line,
-none of the tools' words) is evidence for the tools that take a person, a free-text argument
-described as who ("Who gets the message."): `people_words`.
+none of the tools' words, not after "the": "the Sea Lark" is a ship) is evidence for the
+tools that take a person, a free-text argument described as who ("Who gets the message."):
+`people_words`.
 
 A line that opens with a tool's own verb as it is written ("Walk north." for a tool described
 "Walk the party in a direction", not "Crafting is my hobby") is an order: `opens_with_verb`.
@@ -31,6 +32,7 @@ is not asked for: `refuses`.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -162,11 +164,19 @@ def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
 
 
 def _names(line: str) -> list[str]:
-    """The capitalised words of `line` that open no sentence: names, mostly."""
+    """The capitalised words of `line` that open no sentence: names, mostly. A name that
+    follows "the" ("the Sea Lark", "the Brave Anna") is a ship's, an inn's or a place's: a
+    person's name takes no article."""
     found = []
     for clause in re.split(r"[.!?]+\s*", line):
-        for word in WORD.findall(clause)[1:]:
-            if word[:1].isupper() and word not in _NOT_PEOPLE and word.isalpha():
+        said = WORD.findall(clause)
+        thing = False  # within a name "the" opened
+        for before, word in itertools.pairwise(said):
+            if not (word[:1].isupper() and word not in _NOT_PEOPLE and word.isalpha()):
+                thing = False
+                continue
+            thing = before.lower() == "the" or (thing and before[:1].isupper())
+            if not thing:
                 found.append(word)
     return found
 

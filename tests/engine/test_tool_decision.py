@@ -822,3 +822,22 @@ def test_an_order_after_a_sentence_of_news_is_a_request() -> None:
     # Talk stays talk sentence by sentence.
     for line in ("What a lovely morning. Goodbye!", "Hello there. Nice weather."):
         assert run(scorer, node(), line)["calls"] == [], line
+
+
+def test_a_boolean_reads_which_side_a_line_says_in_any_words() -> None:
+    lit, out = "light it", "put it out"
+    # A word that puts out, closes or stops matches any other; "the light" is the thing.
+    for line in ("Douse the light.", "Turn the great lamp off.", "Shut it down."):
+        assert sw.polar_words(out, line) > sw.polar_words(lit, line), line
+    for line in ("Light it back up.", "We're out of oil, light the lamp.", "Kindle the lamp."):
+        assert sw.polar_words(lit, line) > sw.polar_words(out, line), line
+    # The side tells the values apart where the rest of a phrase may be said of either.
+    assert sw.polar_words("off", "Turn the sorting off.") > sw.polar_words(
+        "turn it on", "Turn the sorting off."
+    )
+    assert sw.polar_words("close it", "Stop the music.") == 2
+    # Through the decision: the scripted scorer leaves the boolean to the line's words.
+    scorer = ScoringMock("mock", script=["unused"])
+    for line in ("Douse the light, please.", "Turn the lamp off."):
+        (call,) = run(scorer, node(tools=[SET_LAMP]), line)["calls"]
+        assert call.arguments == {"lit": False}, line

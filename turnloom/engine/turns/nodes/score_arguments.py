@@ -10,8 +10,11 @@ choice's prompt) are not needed here.
 
 - **Booleans and enums** are scored and calibrated (`score_calibration`) among their values;
   a boolean gains from the words of its description's phrase for each value the line has
-  ("true to light it, false to put it out"), and a flag of urgency ("true if it cannot
-  wait") from how urgent the line sounds (`score_calibration.urgency_margin`).
+  ("true to light it, false to put it out"), any word that lights, opens or starts
+  something matching another such word, and any that puts out, closes or stops something
+  another ("Douse the lamp" says "put it out": `score_words.polar_words`); and a flag of
+  urgency ("true if it cannot wait") from how urgent the line sounds
+  (`score_calibration.urgency_margin`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
   with the line's first word, not starting or ending with a filler word, a word of the
   tool's or its arguments' names or a value another argument declares, nor holding a number
@@ -65,7 +68,7 @@ from .score_values import (
     widened,
     words,
 )
-from .score_words import WORDS_WEIGHT, phrase_words
+from .score_words import WORDS_WEIGHT, phrase_words, polar_words
 
 #: Words that make a string argument a message rather than an object ("What to carry" is one).
 _MESSAGE = SENTENCE_WORDS - {"what"}
@@ -225,7 +228,7 @@ async def _fill(
         )
         if param.type == "boolean":  # the words of its description's phrase for each value
             phrases = _phrases(param.description, fill.tool_description)
-            named = [phrase_words(phrase, line) for phrase in phrases]
+            named = [polar_words(phrase, line) for phrase in phrases]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
             if is_urgency(param) and says_unhurried(line):  # "No hurry, but...": it says so
                 return False, math.nan

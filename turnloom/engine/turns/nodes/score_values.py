@@ -15,6 +15,7 @@ from ...graph.params import ToolDefinition, ToolParamDefinition
 from ..dialog.projection import Interaction
 
 __all__ = [
+    "DETERMINERS",
     "FILLER",
     "SENTENCE_WORDS",
     "WORD",
@@ -71,7 +72,7 @@ _COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
 #: Words a noun phrase starts with ("some willow bark"), and words that end a description
 #: of a noun before it ("a book about dragons"): `widened`.
-_DETERMINERS = frozenset(
+DETERMINERS = frozenset(
     words("a an the some my your our his her their its this that these those any every each")
 )
 _PREPOSITIONS = frozenset(
@@ -219,7 +220,7 @@ def widened(line: str, value: str, avoid: frozenset[str], numeric: bool) -> str:
             break
         k -= 1
     before = words[k - 1].group().lower() if k > 0 else ""
-    opens = before in _DETERMINERS or is_number(before) or _possessive(before)
+    opens = before in DETERMINERS or is_number(before) or _possessive(before)
     if k == i or not opens or line[words[k - 1].end() : words[k].start()].strip():
         return value
     return line[words[k].start() : end]

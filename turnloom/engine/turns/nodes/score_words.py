@@ -28,6 +28,9 @@ A line that opens with a tool's own verb as it is written ("Walk north." for a t
 
 A tool a line names only to refuse it ("Don't open anything", "Don't bother fetching Marta")
 is not asked for: `refuses`.
+
+A boolean's phrases ("true to light it, false to put it out") are read by which side a line
+says, in any words: "Douse the light" and "Turn the lamp off" say "put it out": `polar_words`.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import snowballstemmer
 
 from ...graph.params import ToolDefinition, ToolParamDefinition
 from .score_values import (
+    DETERMINERS,
     FILLER,
     SENTENCE_WORDS,
     WORD,
@@ -58,6 +62,7 @@ __all__ = [
     "opens_with_verb",
     "people_words",
     "phrase_words",
+    "polar_words",
     "refuses",
     "shared_words",
 ]
@@ -97,6 +102,15 @@ _SPANS = frozenset(["day", "night", "week", "fortnight"])
 _STEMMER = snowballstemmer.stemmer("english")
 #: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest".
 _POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start"])
+#: Words that set something going and words that stop it, each kind one word to a boolean's
+#: phrases (`polar_words`); the names stand for a side and are no stem of any word.
+_GOING, _STOPPED = "<going>", "<stopped>"
+_GOING_STEMS = frozenset(
+    _STEMMER.stemWords(words("on light lit kindle ignite relight open start begin resume enable"))
+)
+_STOPPED_STEMS = frozenset(
+    _STEMMER.stemWords(words("off out douse extinguish snuff quench shut close stop halt disable"))
+)
 #: Words that open a phrase of where or with what a tool acts ("across on the ferry", "to
 #: boats"); punctuation, "and" or "or" end it.
 _SETTING_OPENERS = frozenset(
@@ -268,6 +282,35 @@ def _stems(text: str, keep: frozenset[str] = frozenset()) -> frozenset[str]:
         for word in WORD.findall(text)
         if (low := word.lower()) in keep or (len(low) > 2 and low not in _SILENT)
     )
+
+
+def polar_words(phrase: str, line: str) -> int:
+    """How many words of a boolean's `phrase` ("light it", "put it out") `line` has, as
+    `phrase_words` counts them, where any word that lights, opens or starts something matches
+    any other such word, and any that puts out, closes or stops something any other: "Douse
+    the lamp" and "Turn the lamp off" say "put it out". Such a word after a determiner is the
+    thing, not what is done to it: "Douse the light" says "light it" by one word only, and
+    "put it out" by its side. A side counts twice: it is what tells the two values apart,
+    where the rest may be said of either ("Turn the lamp off" says "turn it on" but for its
+    side)."""
+    shared = _polar_stems(phrase) & _polar_stems(line)
+    return len(shared) + len(shared & {_GOING, _STOPPED})
+
+
+def _polar_stems(text: str) -> set[str]:
+    said = WORD.findall(text)
+    found: set[str] = set()
+    for i, word in enumerate(said):
+        found |= _stems(word, _POLAR)
+        stem = _STEMMER.stemWord(word.lower())
+        side = _GOING if stem in _GOING_STEMS else _STOPPED if stem in _STOPPED_STEMS else ""
+        if not side:
+            continue
+        before = said[i - 1].lower() if i else ""
+        after = said[i + 1].lower() if i + 1 < len(said) else ""
+        if before not in DETERMINERS and not (stem == "out" and after == "of"):  # "out of oil"
+            found.add(side)
+    return found
 
 
 def phrase_words(phrase: str, line: str) -> int:

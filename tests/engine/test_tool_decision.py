@@ -662,6 +662,23 @@ def test_a_descriptions_words_of_where_or_with_what_count_half() -> None:
     assert sw.shared_words([named], "Fetch the goods.") == [pytest.approx(2 * math.log(2))]
 
 
+def test_a_booleans_condition_is_not_what_its_tool_does() -> None:
+    pigeon = tl.ToolDefinition(
+        "send_pigeon",
+        "Send a pigeon.",
+        [tl.ToolParamDefinition("urgent", "boolean", "true if the message must go at once.")],
+    )
+    horn = tl.ToolDefinition(
+        "sound_horn", "Sound the horn.", [tl.ToolParamDefinition("blasts", "integer", "How many.")]
+    )
+    # "once" is when the pigeon's flag is true, not what sending a pigeon is.
+    assert sw.shared_words([pigeon, horn], "Blow the horn once.") == [
+        0.0,
+        pytest.approx(math.log(3)),
+    ]
+    assert sw.shared_words([pigeon, horn], "Send it.") == [pytest.approx(math.log(3)), 0.0]
+
+
 def test_a_named_person_is_evidence_for_the_tools_that_take_a_person() -> None:
     message = tl.ToolDefinition(
         "pass_message",

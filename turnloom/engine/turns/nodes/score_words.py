@@ -17,6 +17,8 @@ argument and an object argument the noun can fill.
 Not every word of a description says what the tool does: in "Carry goods or animals across on
 the ferry" or "Open the crossing to boats", the words after a preposition say where or with
 what it acts, so they count half (a player shutting the ferry down is not shipping cargo).
+Nor does a boolean's condition ("true if the message must go at once": when it is true):
+its words are none of the tool's ("blow the foghorn once" sends no pigeon).
 
 A line that names someone ("Let Elsa know I'll be late": a capitalised word inside the line,
 none of the tools' words, not after "the": "the Sea Lark" is a ship) is evidence for the
@@ -119,6 +121,9 @@ _SETTING_OPENERS = frozenset(
 #: What a word of such a phrase counts, against one that says what the tool does.
 _SETTING_WEIGHT = 0.5
 _CLAUSE_END = re.compile(r"[,.;:!?()]")
+#: A boolean's condition ("true if the message must go at once"): it says when the value is
+#: true, not what the tool does ("blow the foghorn once" is no pigeon).
+_CONDITION = re.compile(r"\b(?:if|when|unless)\b[^,;.]*", re.IGNORECASE)
 #: Capitalised words that name no one.
 _NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
 #: A free-text argument's description that takes a person: "Who gets the message.", "Whose tab."
@@ -259,7 +264,10 @@ def _vocabulary(tool: ToolDefinition) -> dict[str, float]:
     where the description has it only in a phrase of where or with what the tool acts."""
     parts = [tool.name.replace("_", " ")]
     for param in tool.parameters:
-        parts += [param.name.replace("_", " "), param.description, *enum_values(param)]
+        said = param.description
+        if param.type == "boolean":  # "true if the message must go at once": when, not what
+            said = _CONDITION.sub("", said)
+        parts += [param.name.replace("_", " "), said, *enum_values(param)]
     vocabulary = dict.fromkeys(_stems(" ".join(parts)), 1.0)
     for clause in _CLAUSE_END.split(tool.description):
         setting = False

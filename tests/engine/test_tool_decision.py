@@ -731,9 +731,13 @@ def test_a_line_that_negates_a_tools_verb_refuses_it() -> None:
 
 def test_a_line_that_says_it_is_not_urgent_is_not() -> None:
     for line in ("No hurry, but the roof leaks.", "There's no rush.", "It isn\u2019t urgent.",
-                 "No need to hurry, but the shelf is loose.", "don't rush"):  # fmt: skip
+                 "No need to hurry, but the shelf is loose.", "don't rush",
+                 "When you get a chance, send word to my sister.", "Whenever you can.",
+                 "Fix it when you have a moment.", "At your leisure.",
+                 "Could she look in sometime this week?"):  # fmt: skip
         assert sc.says_unhurried(line), line
-    for line in ("Hurry, the roof!", "No, hurry up!", "It can't wait!", "No time to lose!"):
+    for line in ("Hurry, the roof!", "No, hurry up!", "It can't wait!", "No time to lose!",
+                 "Come as soon as you can!", "When you can't breathe, send for me."):  # fmt: skip
         assert not sc.says_unhurried(line), line
 
 

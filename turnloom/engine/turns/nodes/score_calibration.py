@@ -18,6 +18,8 @@ answers, past a boundary measured once per backend, as the request step's is
 
 A line that says outright it is not urgent ("No hurry, but...", "there's no rush") is read by
 its words (`says_unhurried`): the model answers "At once!" to the word "hurry", negated or not.
+So is a line that leaves the time to the one asked ("When you get a chance, send word to my
+sister", "whenever you can"): the model reads "Send word" as urgent about as often as not.
 """
 
 from __future__ import annotations
@@ -184,9 +186,21 @@ def is_urgency(param: ToolParamDefinition) -> bool:
     return param.type == "boolean" and bool(_URGENCY_WORDS & set(said))
 
 
+#: Words that leave the time to the one asked: "when you get a chance", "whenever you can",
+#: "when you have a moment", "at your leisure", "sometime this week" (not "as soon as you can").
+_AT_LEISURE = re.compile(
+    r"\bwhen(?:ever)? (?:you|it) (?:get a chance|have a (?:moment|minute|chance)"
+    r"|can(?![\w'])|like\b|are free|'re free|suits you)"
+    r"|\bat your (?:leisure|convenience)\b|\bin your own time\b|\bsome ?time\b",
+    re.IGNORECASE,
+)
+
+
 def says_unhurried(line: str) -> bool:
-    """Whether `line` says outright that it is not urgent ("No hurry, but the roof leaks")."""
-    return _NOT_URGENT.search(line.replace("\u2019", "'")) is not None
+    """Whether `line` says outright that it is not urgent ("No hurry, but the roof leaks") or
+    leaves the time to the one asked ("When you get a chance, send word to my sister")."""
+    said = line.replace("\u2019", "'")
+    return _NOT_URGENT.search(said) is not None or _AT_LEISURE.search(said) is not None
 
 
 async def urgency_margin(backend: ModelBackend, line: str, agent_id: int = 0) -> float:

@@ -862,3 +862,16 @@ def test_a_boolean_reads_which_side_a_line_says_in_any_words() -> None:
     for line in ("Douse the light, please.", "Turn the lamp off."):
         (call,) = run(scorer, node(tools=[SET_LAMP]), line)["calls"]
         assert call.arguments == {"lit": False}, line
+
+
+def test_whom_a_message_is_for_is_a_name_not_a_message() -> None:
+    recipient = tl.ToolParamDefinition("recipient", "string", "Who the message is for.")
+    message = tl.ToolParamDefinition("message", "string", "What the message says.")
+    assert not sa._is_message(recipient)
+    assert sa._is_message(message)
+    line = "Send word to my sister Ella in Port Hollin that the lens has arrived."
+    fill = sa._Fill("", "", ", ", line, frozenset({"send"}), False)
+    names = sa._string_values(fill, recipient)
+    assert max(len(v.split()) for v in names) <= 4  # a name is short
+    assert "the lens has arrived" not in names  # the clause is the message's
+    assert sa._string_values(fill, message)[0] == "the lens has arrived"

@@ -20,7 +20,8 @@ choice's prompt) are not needed here.
   tool's or its arguments' names or a value another argument declares, nor holding a number
   when the tool has a numeric argument; a possessive gives its owner: "Farmer Hobb"),
   followed greedily along the model's likeliest tokens. A message or an errand (a string
-  whose name or description says so) is a longer span, the clause after "that" or "saying"
+  whose name or description says so, but not whom it is for: "Who the message is for"
+  is a name) is a longer span, the clause after "that" or "saying"
   first, and never the words another argument of the call took; what a number counts comes
   right after it ("three bandages"), and the words right before the argument's own name
   are its value ("the galley locker"); a name (not a message) takes the words describing
@@ -65,6 +66,7 @@ from .score_values import (
     numbers,
     spans,
     spelled,
+    takes_person,
     widened,
     words,
 )
@@ -246,7 +248,7 @@ async def _fill(
         chosen, margin = best(scores)
         # A message keeps its span; an object described as "What was lost" takes the words
         # describing it ("my son's toy boat"), as any object does.
-        if is_sentence(param, _MESSAGE):
+        if _is_message(param, _MESSAGE):
             return values[chosen], margin
         return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:
@@ -292,7 +294,7 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     """What a string argument is chosen among: spans of the line (longer for a message or an
     errand, with the clause a message verb introduces first), not the words another argument
     of the call took, then the values earlier calls gave it."""
-    sentence = is_sentence(param)
+    sentence = _is_message(param)
     longest = 8 if sentence else 4
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
     # What an earlier call gave is kept only when the line names nothing itself, but whom
@@ -313,6 +315,12 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
         free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
+
+
+def _is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:
+    """Whether a string argument holds a message (`is_sentence`), not whom it is for: "Who
+    the message is for" is a name, widened as any name is ("the coast guard")."""
+    return is_sentence(param, by) and not takes_person(param)
 
 
 def _names(line: str, value: str, name: str) -> bool:

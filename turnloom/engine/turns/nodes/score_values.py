@@ -30,6 +30,7 @@ __all__ = [
     "numbers",
     "spans",
     "spelled",
+    "takes_person",
     "widened",
     "words",
 ]
@@ -160,6 +161,20 @@ def is_sentence(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS)
     """Whether a string argument holds a sentence (a message, an errand), not a name: its
     name or description has one of the words `by` (default `SENTENCE_WORDS`)."""
     return bool(by & set(WORD.findall(f"{param.name} {param.description}".lower())))
+
+
+#: A free-text argument's description that takes a person: "Who gets the message.", "Whose tab."
+_PERSON = re.compile(r"\s*(?:who|whom|whose)\b", re.IGNORECASE)
+
+
+def takes_person(param: ToolParamDefinition) -> bool:
+    """Whether a free-text argument names a person: its description starts "Who", "Whom" or
+    "Whose" ("Who gets the message.")."""
+    return (
+        param.type == "string"
+        and not enum_values(param)
+        and _PERSON.match(param.description) is not None
+    )
 
 
 def clauses(line: str) -> list[str]:

@@ -55,6 +55,7 @@ from .score_values import (
     enum_values,
     is_sentence,
     spelled,
+    takes_person,
     words,
 )
 
@@ -126,8 +127,6 @@ _CLAUSE_END = re.compile(r"[,.;:!?()]")
 _CONDITION = re.compile(r"\b(?:if|when|unless)\b[^,;.]*", re.IGNORECASE)
 #: Capitalised words that name no one.
 _NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
-#: A free-text argument's description that takes a person: "Who gets the message.", "Whose tab."
-_PERSON = re.compile(r"\s*(?:who|whom|whose)\b", re.IGNORECASE)
 #: A negated verb: "don't open", "do not bother fetching", "never send".
 _REFUSAL = re.compile(r"\b(?:don't|do not|dont|never)\s+(?:bother\s+)?([\w'-]+)", re.IGNORECASE)
 
@@ -151,7 +150,7 @@ def people_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of the people `line` names (module docstring): if it names
     someone, log((tools + 1) / tools that take a person) to each tool that takes one."""
     known = set().union(*(_vocabulary(tool) for tool in tools))
-    takers = [i for i, tool in enumerate(tools) if any(_takes_person(p) for p in tool.parameters)]
+    takers = [i for i, tool in enumerate(tools) if any(takes_person(p) for p in tool.parameters)]
     weights = [0.0] * len(tools)
     if takers and any(not _stems(name) & known for name in _names(line)):
         for i in takers:
@@ -198,14 +197,6 @@ def _names(line: str) -> list[str]:
             if not thing:
                 found.append(word)
     return found
-
-
-def _takes_person(param: ToolParamDefinition) -> bool:
-    return (
-        param.type == "string"
-        and not enum_values(param)
-        and _PERSON.match(param.description) is not None
-    )
 
 
 def counted_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:

@@ -773,6 +773,24 @@ def test_an_unsure_line_that_opens_with_a_tools_verb_is_a_request() -> None:
     )
 
 
+def test_an_unsure_line_that_counts_what_a_tool_counts_in_is_a_request() -> None:
+    horn = tl.ToolDefinition(
+        "sound_horn",
+        "Sound the horn.",
+        [tl.ToolParamDefinition("blasts", "integer", "How many blasts.")],
+    )
+    unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    (call,) = run(unsure, node(tools=[horn, GIVE]), "Horn, 5 blasts.")["calls"]
+    assert (call.tool_name, call.arguments) == ("sound_horn", {"blasts": 5})
+    assert sw.counts_in_units([horn], "A dozen blasts on the horn.")
+    # A count no tool counts in ("How many." counts anything), a question, or sure talk:
+    # talk, as the request step said.
+    assert not sw.counts_in_units([horn, GIVE], "Five apples.")
+    assert run(unsure, node(tools=[horn, GIVE]), "Five apples.")["calls"] == []
+    assert run(unsure, node(tools=[horn]), "5 blasts?")["calls"] == []
+    assert run(FixedRequest(-2.0), node(tools=[horn]), "Horn, 5 blasts.")["calls"] == []
+
+
 def test_a_question_that_asks_to_be_told_calls_only_a_lookup() -> None:
     asks = FixedRequest(1.0)  # the request step hears a request in every line
     params = node(tools=[GIVE, CHECK_STOCK])

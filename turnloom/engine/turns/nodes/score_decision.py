@@ -11,7 +11,8 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    description starts "Look up", "Check", "Find"...: "Any rope in stock?"). A question that
    asks to be told something rather than for something (no "could", "can", "would"...: "How
    many berths are there below deck?") may call only such a tool too. A line the step is
-   unsure of that opens with a tool's own verb ("Walk north.") is a request.
+   unsure of that opens with a tool's own verb ("Walk north.") or counts what a tool counts
+   in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request.
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -50,6 +51,7 @@ from .score_values import FILLER, WORD, enum_values, spelled
 from .score_words import (
     WORDS_WEIGHT,
     counted_words,
+    counts_in_units,
     opens_with_verb,
     people_words,
     refuses,
@@ -142,9 +144,10 @@ async def decide_by_score(
     asks = await request_margin(backend, line, agent_id, after_call=last_call is not None)
     diagnostics: dict[str, Any] = {"request": round(asks, 3)}
     question = line.rstrip().endswith("?")
-    # An order that opens with a tool's own verb ("Walk north.") asks for something, where
-    # the request step is unsure of it.
-    requested = asks > 0 or (not question and asks > -SURE and opens_with_verb(tools, line))
+    # An order that opens with a tool's own verb ("Walk north.") or counts what a tool counts
+    # in ("Foghorn, 5 blasts.") asks for something, where the request step is unsure of it.
+    ordered = opens_with_verb(tools, line) or counts_in_units(tools, line)
+    requested = asks > 0 or (not question and asks > -SURE and ordered)
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.
     only_lookups = not requested or (question and not _ASKS_FOR.search(line))

@@ -26,7 +26,9 @@ tools that take a person, a free-text argument described as who ("Who gets the m
 `people_words`.
 
 A line that opens with a tool's own verb as it is written ("Walk north." for a tool described
-"Walk the party in a direction", not "Crafting is my hobby") is an order: `opens_with_verb`.
+"Walk the party in a direction", not "Crafting is my hobby") is an order: `opens_with_verb`;
+so is a line that counts what a tool counts in, verb or not ("Foghorn, 5 blasts."):
+`counts_in_units`.
 
 A tool a line names only to refuse it ("Don't open anything", "Don't bother fetching Marta")
 is not asked for: `refuses`.
@@ -62,6 +64,7 @@ from .score_values import (
 __all__ = [
     "WORDS_WEIGHT",
     "counted_words",
+    "counts_in_units",
     "opens_with_verb",
     "people_words",
     "phrase_words",
@@ -217,6 +220,17 @@ def counted_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
         for i in takers:
             weights[i] += math.log((len(tools) + 1) / len(takers))
     return weights
+
+
+def counts_in_units(tools: Sequence[ToolDefinition], line: str) -> bool:
+    """Whether `line` counts something a tool's numeric argument counts in ("Foghorn, 5
+    blasts." for a tool taking how many blasts, "Berth for 2 days." for one counted in days):
+    what an order without a verb says."""
+    for noun in counted_nouns(line):
+        stems = _stems(" ".join(noun))
+        if stems and any(_counts_in(tool, noun, stems) for tool in tools):
+            return True
+    return False
 
 
 def _numeric(tool: ToolDefinition) -> list[ToolParamDefinition]:

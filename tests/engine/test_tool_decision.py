@@ -893,3 +893,36 @@ def test_whom_a_message_is_for_is_a_name_not_a_message() -> None:
     assert max(len(v.split()) for v in names) <= 4  # a name is short
     assert "the lens has arrived" not in names  # the clause is the message's
     assert sa._string_values(fill, message)[0] == "the lens has arrived"
+
+
+def test_an_unsure_line_that_goes_on_with_and_after_a_call_is_a_request() -> None:
+    unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
+    calls: list[tl.ToolCallEvent] = []
+    with tl.Engine(unsure) as engine:
+        for line, dialog in (
+            ("And two pears.", APPLES_GIVEN),
+            ("Oh, and two pears.", APPLES_GIVEN),
+            ("Two pears.", APPLES_GIVEN),  # no "and": talk, as the request step said
+            ("And two pears.", None),  # no call before it
+        ):
+            agent = engine.create_agent(graph, dialog=dialog)
+            agent.set_on_tool_call_event(calls.append)
+            agent.send_message(line)
+    assert [(c.tool_name, c.arguments) for c in calls] == [
+        ("give_item", {"item": "pears", "count": 2}),
+        ("give_item", {"item": "pears", "count": 2}),
+    ]
+    assert run(FixedRequest(-2.0), node(), "And two pears.")["calls"] == []
+
+
+def test_a_ships_name_says_nothing_of_the_tool() -> None:
+    signal = tl.ToolDefinition("flash_signal", "Flash a signal to ships at sea.")
+    log = tl.ToolDefinition("log_ship", "Write a ship in the log.")
+    n = 2
+    # "Sea" names the ship; "ship" is a word of both (half of it a place of the signal's).
+    assert sw.shared_words([signal, log], "And her sister ship, the Sea Swallow.") == [
+        pytest.approx(0.5 * math.log((n + 1) / 2)),
+        pytest.approx(math.log((n + 1) / 2)),
+    ]
+    assert sw.shared_words([signal, log], "Calm sea today.")[0] > 0  # the sea itself

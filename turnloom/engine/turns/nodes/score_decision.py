@@ -12,7 +12,8 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    asks to be told something rather than for something (no "could", "can", "would"...: "How
    many berths are there below deck?") may call only such a tool too. A line the step is
    unsure of that opens with a tool's own verb ("Walk north.") or counts what a tool counts
-   in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request.
+   in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after a
+   call that goes on with "And..." ("And her sister ship, the Sea Swallow.").
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -87,6 +88,8 @@ _LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "
 #: A question with one of these asks for something ("Could you unlock my chest?"); without,
 #: it asks to be told something.
 _ASKS_FOR = re.compile(r"\b(?:could|can|would|will|may|might|shall)\b", re.IGNORECASE)
+#: A line that goes on from the last one: "And two more.", "Oh, and a rake too.", "Also...".
+_GOES_ON = re.compile(r"\W*(?:oh\W+)?(?:and|also|plus)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,9 @@ async def decide_by_score(
     # An order that opens with a tool's own verb ("Walk north.") or counts what a tool counts
     # in ("Foghorn, 5 blasts.") asks for something, where the request step is unsure of it.
     ordered = opens_with_verb(tools, line) or counts_in_units(tools, line)
+    # Right after a call, a line that goes on with "And..." adds to that request ("And her
+    # sister ship right behind, the Sea Swallow.").
+    ordered = ordered or (last_call is not None and _GOES_ON.match(line) is not None)
     requested = asks > 0 or (not question and asks > -SURE and ordered)
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.

@@ -18,7 +18,8 @@ Not every word of a description says what the tool does: in "Carry goods or anim
 the ferry" or "Open the crossing to boats", the words after a preposition say where or with
 what it acts, so they count half (a player shutting the ferry down is not shipping cargo).
 Nor does a boolean's condition ("true if the message must go at once": when it is true):
-its words are none of the tool's ("blow the foghorn once" sends no pigeon).
+its words are none of the tool's ("blow the foghorn once" sends no pigeon). Nor do the words
+of a name of two or more capitalised words after "the" ("Log the Sea Swallow": no sea).
 
 A line that names someone ("Let Elsa know I'll be late": a capitalised word inside the line,
 none of the tools' words, not after "the": "the Sea Lark" is a ship) is evidence for the
@@ -128,6 +129,8 @@ _CLAUSE_END = re.compile(r"[,.;:!?()]")
 #: A boolean's condition ("true if the message must go at once"): it says when the value is
 #: true, not what the tool does ("blow the foghorn once" is no pigeon).
 _CONDITION = re.compile(r"\b(?:if|when|unless)\b[^,;.]*", re.IGNORECASE)
+#: Two or more capitalised words after "the": a name ("the Sea Swallow").
+_TITLE = re.compile(r"\bthe\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)+)")
 #: Capitalised words that name no one.
 _NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
 #: A negated verb: "don't open", "do not bother fetching", "never send".
@@ -138,7 +141,7 @@ def shared_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of the words `line` shares with its declaration (module
     docstring): each shared stem adds log((tools + 1) / tools that have it)."""
     vocabularies = [_vocabulary(tool) for tool in tools]
-    said = _stems(line)
+    said = _stems(line) - _stems(" ".join(_titles(line)))
     weights = []
     for vocabulary in vocabularies:
         weight = 0.0
@@ -182,6 +185,16 @@ def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
         for text in (spelled(tool.name), tool.description):
             verbs.update(w.lower() for w in WORD.findall(text)[:1])
     return first[0].lower() in verbs
+
+
+def _titles(line: str) -> list[str]:
+    """The words of the names of two or more capitalised words after "the" in `line` ("the
+    Sea Swallow", "the Northern Star"): a ship's or an inn's name, whose words say nothing of
+    what is asked (no sea in "Log the Sea Swallow")."""
+    found = []
+    for run in _TITLE.finditer(line):
+        found += run.group(1).split()
+    return found
 
 
 def _names(line: str) -> list[str]:

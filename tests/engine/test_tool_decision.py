@@ -926,3 +926,13 @@ def test_a_ships_name_says_nothing_of_the_tool() -> None:
         pytest.approx(math.log((n + 1) / 2)),
     ]
     assert sw.shared_words([signal, log], "Calm sea today.")[0] > 0  # the sea itself
+
+
+def test_the_one_a_line_is_said_to_is_not_a_value() -> None:
+    customer = tl.ToolParamDefinition("customer", "string", "Whose tab.")
+    line = "Put it on my tab, Ilse. Name's Gerrit, that's six silver."
+    fill = sa._Fill("", "", ", ", line, frozenset({"put", "tab", "customer", "silver"}), True)
+    values = sa._string_values(fill, customer)
+    assert "Ilse" not in values and "Gerrit" in values
+    assert sa._addressed("Two more, Hilda!", "Hilda")
+    assert not sa._addressed("Tell Hilda, then.", "Hilda")

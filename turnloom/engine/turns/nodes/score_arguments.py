@@ -24,7 +24,8 @@ choice's prompt) are not needed here.
   is a name) is a longer span, the clause after "that" or "saying"
   first, and never the words another argument of the call took; what a number counts comes
   right after it ("three bandages"), and the words right before the argument's own name
-  are its value ("the galley locker"); a name (not a message) takes the words describing
+  are its value ("the galley locker"); the one the line is said to ("Put it on my tab,
+  Ilse.") is no value; a name (not a message) takes the words describing
   it, back to its determiner ("some willow bark"); a line that names nothing (but whom it
   is for: "And two more for my friend.") keeps an earlier call's value.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
@@ -297,6 +298,9 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     sentence = _is_message(param)
     longest = 8 if sentence else 4
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
+    # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
+    # to the shopkeeper.
+    found = [v for v in found if not _addressed(fill.line, v)]
     # What an earlier call gave is kept only when the line names nothing itself, but whom
     # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
     # Sal the same." pays Sal.
@@ -315,6 +319,13 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
         free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
+
+
+def _addressed(line: str, value: str) -> bool:
+    """Whether `value` is a name `line` is said to: capitalised, closing a sentence after a
+    comma ("Put it on my tab, Ilse.", "Two more, Hilda!")."""
+    said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
+    return value[:1].isupper() and re.search(said, line) is not None
 
 
 def _is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:

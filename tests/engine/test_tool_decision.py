@@ -936,3 +936,15 @@ def test_the_one_a_line_is_said_to_is_not_a_value() -> None:
     assert "Ilse" not in values and "Gerrit" in values
     assert sa._addressed("Two more, Hilda!", "Hilda")
     assert not sa._addressed("Tell Hilda, then.", "Hilda")
+
+
+def test_a_things_name_is_a_capitalised_span() -> None:
+    ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
+    line = "And her sister ship right behind, the Sea Swallow."
+    fill = sa._Fill("", "", ")", line, frozenset({"log", "ship", "ships"}), False)
+    # Not "sister", though it comes right before the argument's own name.
+    assert sa._string_values(fill, ship) == ["Sea", "Sea Swallow", "Swallow"]
+    assert not sa._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
+    # A person is no thing's name: a player may call her "the doctor".
+    who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
+    assert sa._is_name(ship) and not sa._is_name(who)

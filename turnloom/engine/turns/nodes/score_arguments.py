@@ -24,7 +24,8 @@ choice's prompt) are not needed here.
   is a name) is a longer span, the clause after "that" or "saying"
   first, and never the words another argument of the call took; what a number counts comes
   right after it ("three bandages"), and the words right before the argument's own name
-  are its value ("the galley locker"); the one the line is said to ("Put it on my tab,
+  are its value ("the galley locker"), and a thing's name ("The ship's name.") is
+  capitalised ("the Sea Swallow"); the one the line is said to ("Put it on my tab,
   Ilse.") is no value; a name (not a message) takes the words describing
   it, back to its determiner ("some willow bark"); a line that names nothing (but whom it
   is for: "And two more for my friend.") keeps an earlier call's value.
@@ -312,6 +313,10 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     elif fill.numeric:  # what a number counts comes right after it ("three bandages")
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
+    # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
+    # in "her sister ship".
+    if _is_name(param):
+        found = [v for v in found if _capitalised(fill.line, v)] or found
     # A span right before the argument's own name is its value: "the galley locker" says
     # which locker, "the north door" which door.
     found = [v for v in found if _names(fill.line, v, param.name)] or found
@@ -319,6 +324,21 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
         free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
+
+
+def _is_name(param: ToolParamDefinition) -> bool:
+    """Whether a string argument is a thing's name ("The ship's name."), not a person
+    (whom a player may call "the doctor")."""
+    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
+    return "name" in said and not takes_person(param)
+
+
+def _capitalised(line: str, value: str) -> bool:
+    """Whether every word of `value` is capitalised in `line`, the first not opening a
+    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her")."""
+    at = line.find(value)
+    opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
+    return not opens and all(w[:1].isupper() for w in WORD.findall(value))
 
 
 def _addressed(line: str, value: str) -> bool:

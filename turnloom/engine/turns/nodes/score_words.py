@@ -191,7 +191,7 @@ def _titles(line: str) -> list[str]:
     """The words of the names of two or more capitalised words after "the" in `line` ("the
     Sea Swallow", "the Northern Star"): a ship's or an inn's name, whose words say nothing of
     what is asked (no sea in "Log the Sea Swallow")."""
-    found = []
+    found: list[str] = []
     for run in _TITLE.finditer(line):
         found += run.group(1).split()
     return found

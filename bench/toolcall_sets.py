@@ -25,9 +25,9 @@ the tools' words ("the north door looks old") to catch a model that matches word
   frozen as a sealed set before the tuning it judged, judged once, and a development set since
   (its lines read and tuned on); the files are never edited, so the sha256 still holds.
 - **lighthouse** (`data/lighthouse_sealed.json`, 58 lines, 6 tools, a lighthouse keeper;
-  sha256 4f3677df47093db1271b03de172cc54d098d4088059619ed0b9b9cc672aa8c9e): held out and
-  sealed, written and frozen before the tool-choice work it judged (once, at the end of that
-  work), never tuned on.
+  sha256 4f3677df47093db1271b03de172cc54d098d4088059619ed0b9b9cc672aa8c9e): written and
+  frozen as a sealed set before the tool-choice work it judged (once, at the end of that
+  work), a development set since (read and tuned on), like the three above.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -317,7 +317,7 @@ _JUDGED = "judged once as a sealed set, a development set since (read and tuned 
 QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json", _JUDGED)
 APOTHECARY = load_set(_DATA / "apothecary_sealed.json", _JUDGED)
 FERRYMAN = load_set(_DATA / "ferryman_sealed.json", _JUDGED)
-LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json")
+LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

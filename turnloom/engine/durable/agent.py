@@ -93,16 +93,18 @@ class DurableAgentCore(AgentCore):
             writes = self.writes = write_queue(store, self.runtime.loop)
             self.stored_dialog = None  # another store: what it holds is not known
         try:
-            deadline = None
-            if store.shared and self.turn.pause is not None:  # a completion's turn has none
-                deadline = pause_deadline(self.turn, absolute_offset(self.runtime.clock))
             if store.keeps_dialog_apart:
                 head = self.head
                 if head is None:
                     head = self.head = HeadPacker()
                 document, after = split_snapshot(self, self.stored_dialog, head)
+                # The paused turn's deadline as the head holds it (a completion's has none).
+                deadline = head.deadline if store.shared else None
                 writes.put(self.agent_id, document, deadline, self, after, then)
             else:
+                deadline = None
+                if store.shared and self.turn.pause is not None:  # a completion's turn has none
+                    deadline = pause_deadline(self.turn, absolute_offset(self.runtime.clock))
                 whole, self.packed_dialog = packed_snapshot(self, self.packed_dialog)
                 writes.put(self.agent_id, whole, deadline, self, None, then)
         except Exception:

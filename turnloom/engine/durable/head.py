@@ -54,6 +54,7 @@ class HeadPacker:
         "_settled",
         "_tags",
         "constant",
+        "deadline",
     )
 
     def __init__(self) -> None:
@@ -70,6 +71,9 @@ class HeadPacker:
         self._options = b""
         #: The map's header of a head with the three usual latest entries.
         self._header = b""
+        #: The deadline of the paused turn in the head packed last, in absolute time (None:
+        #: not paused, or no timeout): what a shared store indexes (`snapshot.pause_deadline`).
+        self.deadline: float | None = None
 
     def pack(self, agent: AgentCore, dialog: Any, cut: bool = False) -> bytes:
         """The packed `head_document(agent, dialog)`; `cut`: without its constant entries
@@ -98,18 +102,22 @@ class HeadPacker:
         constant = b"" if cut else self.constant
         if agent.lineage or agent.queue:
             latest = _latest(agent, dialog)
+            turn = latest["turn"]
+            self.deadline = None if turn is None else turn["pause"]["deadline"]
             assert len(latest) < 16  # a fixmap: its header is its first byte
             header = _PACKER.pack_map_header(self._count + len(latest))
             return b"".join((header, constant, self._settled, _PACKER.pack(latest)[1:]))
         # Every pause's and completion's write, as a rule: `_latest`'s three entries (when,
         # the paused turn, the dialog) from packed pieces.
-        now, offset = now_and_offset(agent.runtime.clock)
+        now, offset = now_and_offset(agent.runtime)
         header, settled, saved_at = self._header, self._settled, _PACKER.pack(now + offset)
         turn = agent.turn
         if turn.pause is None:
-            at, paused = _AT_REST, b""
+            at, paused, self.deadline = _AT_REST, b"", None
         else:
-            at, paused = _TURN, _PACKER.pack(_paused_turn(turn, offset))
+            document = _paused_turn(turn, offset)
+            self.deadline = document["pause"]["deadline"]
+            at, paused = _TURN, _PACKER.pack(document)
         return b"".join(
             (
                 header,

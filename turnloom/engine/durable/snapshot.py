@@ -69,6 +69,7 @@ from ..turns.turn import Turn
 
 if TYPE_CHECKING:
     from ..turns.agent import AgentCore
+    from ..turns.runtime import Runtime
 
 #: The document's `format` and the one `version` this engine reads and writes.
 FORMAT = "turnloom.agent"
@@ -119,11 +120,13 @@ def absolute_offset(clock: Clock) -> float:
     return 0.0 if isinstance(clock, VirtualClock) else time.time() - clock.now()
 
 
-def now_and_offset(clock: Clock) -> tuple[float, float]:
-    """`clock.now()` and `absolute_offset`, from one reading of the clock (a snapshot's
-    `saved_at` and its paused turn's times agree to the last digit)."""
-    now = clock.now()
-    return now, 0.0 if isinstance(clock, VirtualClock) else time.time() - now
+def now_and_offset(runtime: Runtime) -> tuple[float, float]:
+    """The engine clock's time and its `absolute_offset`, from one reading of the clock (a
+    snapshot's `saved_at` and its paused turn's times agree to the last digit). Read as the
+    turn logs read it (`runtime.log_time`: on a loop clock, `time.monotonic` itself, where
+    `clock.now()` is two Python calls), at every write of every durable agent."""
+    now = runtime.log_time()
+    return now, 0.0 if isinstance(runtime.clock, VirtualClock) else time.time() - now
 
 
 def pause_deadline(turn: Turn, offset: float) -> float | None:
@@ -267,7 +270,7 @@ def _settled(agent: AgentCore) -> dict[str, Any]:
 
 def _latest(agent: AgentCore, dialog: Any) -> dict[str, Any]:
     """The last entries, new at every write: when, the paused turn, the queue, the dialog."""
-    now, offset = now_and_offset(agent.runtime.clock)
+    now, offset = now_and_offset(agent.runtime)
     turn = agent.turn
     document: dict[str, Any] = {
         "saved_at": now + offset,

@@ -295,13 +295,11 @@ def _rest_values(writes: Sequence[Write]) -> list[object] | None:
         return None
     values: list[object] = []
     for agent_id, document, _ in writes:
-        if document.__class__ is not SplitWrite:
-            return None
-        assert isinstance(document, SplitWrite)
-        head = document.head
-        if head.__class__ is not bytes or document.constant is not None:
-            return None  # the general path refuses it by name, or writes the constant
-        base = document.base
+        if type(document) is not SplitWrite or document.constant is not None:
+            return None  # a whole snapshot, or constant entries to write
+        head, base = document.head, document.base
+        if head.__class__ is not bytes:
+            return None  # the general path refuses it by name
         if base is None:
             values += (agent_id, bytearray(head), _KEEP_TAIL)
         elif base and document.tail and len(document.parts) == 1:

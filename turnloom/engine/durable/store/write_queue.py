@@ -34,6 +34,7 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from operator import attrgetter
 from typing import Any, Protocol
 
 from ...support.logs import get_logger
@@ -79,16 +80,18 @@ class Writer(Protocol):
 
 
 class _Queued:
-    __slots__ = ("deadline", "document", "kept", "then", "writer")
+    __slots__ = ("agent_id", "deadline", "document", "kept", "then", "writer")
 
     def __init__(
         self,
+        agent_id: int,
         document: bytes | SplitWrite,
         deadline: float | None,
         writer: Writer,
         kept: Any,
         then: list[Callable[[], None]],
     ) -> None:
+        self.agent_id = agent_id
         self.document = document
         self.deadline = deadline
         self.writer = writer
@@ -142,7 +145,7 @@ class WriteQueue:
                 queued.then.append(then)
             return
         self.pending[agent_id] = _Queued(
-            document, deadline, writer, kept, [] if then is None else [then]
+            agent_id, document, deadline, writer, kept, [] if then is None else [then]
         )
         if not self._flush_scheduled and self._flight is None:
             self._flush_scheduled = True
@@ -184,7 +187,7 @@ class WriteQueue:
         if not self.pending:
             return
         batch, self.pending = self.pending, {}
-        writes = [(agent_id, item.document, item.deadline) for agent_id, item in batch.items()]
+        writes = list(map(_WRITE, batch.values()))
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="turnloom-store")
         self.flying = batch
@@ -218,7 +221,7 @@ class WriteQueue:
         # Taken whole first: what runs after the write may queue again (a registered tool that
         # resumes a pause at once), and that goes to the next flush.
         batch, self.pending = self.pending, {}
-        writes = [(agent_id, item.document, item.deadline) for agent_id, item in batch.items()]
+        writes = list(map(_WRITE, batch.values()))
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             refused = self.store.save_many(writes)
@@ -243,24 +246,31 @@ class WriteQueue:
     ) -> None:
         """Tell the writers of a written group how it went (the ids `refused`, or the write
         failed with `error`), then run what waited for each."""
-        failed = error is not None
-        if failed:
-            log.error("store.write_failed", agent_ids=list(batch), exc_info=error)
-        elif refused:
-            refused = set(refused)
+        items = batch.values()
         # Every agent learns what its store holds before anything runs that may write again
         # (a callback that makes another agent pause, and so flush, at once).
-        for agent_id, item in batch.items():
-            item.writer.write_done(item.kept, not failed and agent_id not in refused)
-        for agent_id, item in batch.items():
-            actions = item.then
-            if agent_id in refused:
-                actions = [item.writer.write_refused, *actions]
-            for action in actions:
+        if error is None and not refused:  # every write is in: most groups
+            for item in items:
+                item.writer.write_done(item.kept, True)
+        else:
+            if error is not None:
+                log.error("store.write_failed", agent_ids=list(batch), exc_info=error)
+            refused = set(refused)
+            for item in items:
+                item.writer.write_done(item.kept, error is None and item.agent_id not in refused)
+            for item in items:
+                if item.agent_id in refused:
+                    item.then.insert(0, item.writer.write_refused)
+        for item in items:
+            for action in item.then:
                 try:
                     action()
                 except Exception:  # one agent's failure must not keep the others' hosts waiting
-                    log.exception("store.after_write_failed", agent_id=agent_id)
+                    log.exception("store.after_write_failed", agent_id=item.agent_id)
+
+
+#: A queued write as the store takes it: (agent id, snapshot, deadline).
+_WRITE = attrgetter("agent_id", "document", "deadline")
 
 
 def _outcome(flight: Future[Collection[int]]) -> tuple[Collection[int], BaseException | None]:

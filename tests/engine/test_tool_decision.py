@@ -861,6 +861,12 @@ def test_an_order_after_a_sentence_of_news_is_a_request() -> None:
     # Talk stays talk sentence by sentence.
     for line in ("What a lovely morning. Goodbye!", "Hello there. Nice weather."):
         assert run(scorer, node(), line)["calls"] == [], line
+    # The first sentence is not asked alone: an order then its reason reads as an order whole
+    # on the model (here the scripted scorer hears talk in the whole line, so it stays talk).
+    scorer.scored.clear()
+    assert run(scorer, node(), "Give me 2 apples. What a lovely morning.")["calls"] == []
+    asked = [p.rsplit("Player: ", 1)[1].split("\n")[0] for p, c, _ in scorer.scored]
+    assert "Give me 2 apples." not in asked and "What a lovely morning." in asked
 
 
 def test_a_boolean_reads_which_side_a_line_says_in_any_words() -> None:

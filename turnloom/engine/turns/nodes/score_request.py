@@ -27,10 +27,11 @@ by a nat or so (the talk examples are full of thanks): the step reads such a lin
 (`without_thanks`). A line that is only thanks, or opens with it ("Thanks, that was quick."),
 is read as it is. "please" stays: unlike thanks, it marks a request.
 
-A line of several sentences is a request if the whole of it or any one sentence is
-(`sentences`): an order after a sentence of news ("A schooner went by at noon. Note her in the
-book.") is pulled towards talk by the news when read whole, yet talk stays talk sentence by
-sentence ("I'll be off before the tide turns. Goodbye!").
+A line of several sentences is a request if the whole of it or any sentence after the first
+is (`sentences`): an order after a sentence of news ("A schooner went by at noon. Note her in
+the book.") is pulled towards talk by the news when read whole, yet talk stays talk sentence
+by sentence ("I'll be off before the tide turns. Goodbye!"). An order followed by its reason
+reads as an order whole, so the first sentence is not asked alone.
 """
 
 from __future__ import annotations
@@ -287,8 +288,10 @@ async def request_margin(
         return whole
     # A line of several sentences asks for something if one of them does: "The fog's thick
     # out there. A dozen blasts on the horn." The news before an order pulls the whole line
-    # to talk, while talk stays talk sentence by sentence ("I'm turning in. Good night.").
-    parts = [await _margin(backend, boundaries, s, agent_id, after_call) for s in said]
+    # to talk, while talk stays talk sentence by sentence ("I'm turning in. Good night."). An
+    # order followed by its reason reads as an order whole ("Could you douse the light? We're
+    # cleaning the lens."), so the first sentence is not asked alone: a question or two fewer.
+    parts = [await _margin(backend, boundaries, s, agent_id, after_call) for s in said[1:]]
     return max(whole, *parts)
 
 

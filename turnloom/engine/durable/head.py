@@ -19,7 +19,6 @@ from .snapshot import (
     _latest,
     _paused_turn,
     _settled,
-    clock_kind,
     now_and_offset,
 )
 
@@ -44,6 +43,7 @@ class HeadPacker:
     Byte for byte `pack(head_document(...))`."""
 
     __slots__ = (
+        "_clock",
         "_count",
         "_graph",
         "_header",
@@ -69,6 +69,8 @@ class HeadPacker:
         self._settled = b""
         self._options_key: tuple[Any, ...] | None = None
         self._options = b""
+        #: The packed "clock" entry, packed with the options.
+        self._clock = b""
         #: The map's header of a head with the three usual latest entries.
         self._header = b""
         #: The deadline of the paused turn in the head packed last, in absolute time (None:
@@ -139,6 +141,8 @@ class HeadPacker:
         if options_key != self._options_key:
             entries = _settled(agent)
             self._options = _PACKER.pack({"options": entries["options"], "params": {}})[1:]
+            # The agent's clock is its engine's, for as long as it lives.
+            self._clock = _CLOCK_ENTRIES[entries["clock"]]
             self._options_key = options_key
         return b"".join(
             (
@@ -148,7 +152,7 @@ class HeadPacker:
                 _UNUSED_STATE,
                 _LAST_RESULT,
                 _NONE if result is None else _PACKER.pack(result.as_fields()),
-                _CLOCK_ENTRIES[clock_kind(agent.runtime.clock)],
+                self._clock,
             )
         )
 

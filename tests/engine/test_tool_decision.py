@@ -276,6 +276,17 @@ def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
     assert sv.numbers("twenty-five arrows", COUNT) == sv.numbers("twenty five arrows", COUNT)
     assert sv.numbers("twenty five arrows", COUNT) == [25]
     assert sv.numbers("a horse for forty two days", DAYS) == [42]
+    assert sv.numbers("Half a dozen candles", COUNT) == [6]
+
+
+def test_numbers_read_ordinals_after_the_counts() -> None:
+    level = tl.ToolParamDefinition("level", "integer", "Which level.")
+    assert sv.numbers("Send the cage to the fifth level", level) == [5]
+    assert sv.numbers("the 9th level, please", level) == [9]
+    assert sv.numbers("up to the twenty-first floor", level) == [21]
+    # A count said outright comes first: the ordinal says which, not how many.
+    assert sv.numbers("the second crate: three coils", COUNT) == [3, 2]
+    assert sv.numbers("the 3rd cellar", level) == [3]
 
 
 def test_a_count_the_line_does_not_say_is_one_and_flagged_unread() -> None:

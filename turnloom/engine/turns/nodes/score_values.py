@@ -69,6 +69,19 @@ _NUMBER_WORDS = {
      "hundred": 100}  # fmt: skip
 #: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
 _COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
+#: Words that say which one of a row, not how many ("the fifth level", "the 3rd cellar"): a
+#: number too, for a level, a floor or a place in a queue, after the numbers the line counts.
+_ORDINALS = {
+    word: value
+    for value, word in enumerate(
+        words(
+            "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+            "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth "
+            "twentieth"
+        )
+    )
+}
+_ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
 #: Words a noun phrase starts with ("some willow bark"), and words that end a description
@@ -265,10 +278,10 @@ def _spelled(word: str) -> int | None:
 
 
 def numbers(line: str, param: ToolParamDefinition) -> list[object]:
-    """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "a couple";
-    for a count of days or nights, spans of time: "a week" is 7, "two weeks" 14) without
-    repeats. None: see `_fill` (a count the player does not say is one, "a dagger"; one the
-    player says is no other)."""
+    """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
+    "a couple", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
+    nights, spans of time: "a week" is 7, "two weeks" 14) without repeats. None: see `_fill` (a
+    count the player does not say is one, "a dagger"; one the player says is no other)."""
     integer = param.type == "integer"
     in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
     words: list[str] = []
@@ -278,7 +291,7 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
             words[-1] = joined
         else:
             words.append(word)
-    found: list[tuple[bool, object]] = []
+    found: list[tuple[int, object]] = []  # (0 digits, 1 words, 2 ordinals; the value)
     timed: list[object] = []
     for i, word in enumerate(words):
         low = word.lower()
@@ -290,10 +303,14 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
         elif low in ("a", "an"):
             value = 1  # a number only with a unit after it ("a dozen", "a week")
         else:
+            if (ordinal := _ordinal(low)) is not None:
+                found.append((2, ordinal))
             continue
         unit = _singular(words[i + 1].lower()) if i + 1 < len(words) else ""
         if unit in _COUNTS:
             value *= _COUNTS[unit]
+            if i and words[i - 1].lower() == "half":  # "half a dozen" is six
+                value /= 2
         elif in_days and unit in _DAYS:
             value *= _DAYS[unit]
             timed.append(int(value) if integer or float(value).is_integer() else value)
@@ -301,10 +318,22 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
         elif low in ("a", "an"):
             continue
         number = int(value) if integer or float(value).is_integer() else value
-        found.append((not _NUMBER.fullmatch(word), number))
+        found.append((0 if _NUMBER.fullmatch(word) else 1, number))
     # A span of time says how long; the number of horses in the same line does not. Digits
-    # come before words (the first of equal scores wins).
+    # come before words, words before ordinals (the first of equal scores wins).
     return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
+
+
+def _ordinal(word: str) -> int | None:
+    """The place an ordinal names ("fifth", "5th", "twenty-first"), or None."""
+    if word in _ORDINALS:
+        return _ORDINALS[word]
+    if (digits := _ORDINAL_DIGITS.fullmatch(word)) is not None:
+        return int(digits.group(1))
+    tens, _, unit = word.partition("-")
+    if _NUMBER_WORDS.get(tens, 0) in range(20, 100, 10) and 0 < _ORDINALS.get(unit, 0) < 10:
+        return _NUMBER_WORDS[tens] + _ORDINALS[unit]
+    return None
 
 
 def _singular(word: str) -> str:

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Eleven sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Twelve sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -28,6 +28,14 @@ the tools' words ("the north door looks old") to catch a model that matches word
   sha256 4f3677df47093db1271b03de172cc54d098d4088059619ed0b9b9cc672aa8c9e): written and
   frozen as a sealed set before the tool-choice work it judged (once, at the end of that
   work), a development set since (read and tuned on), like the three above.
+- **mine** (`data/mine_sealed.json`, 55 lines, 6 tools, the foreman of a silver mine;
+  sha256 c1755f4e2a37b531ffb6be17e7fa04fcc0219d765dd522b65db487c9b7e4cb7a): written and
+  frozen as a sealed set by someone who had not read how decisions are scored, before the work
+  it judged (lines of several sentences, verbless orders, on/off booleans, names), judged once
+  at the end of it, a development set since like the four above. A set written with it
+  (`data/playhouse_sealed.json`, a stage manager; sha256
+  cc8bc1ad641c5c4513eeb6324427fbb13b6bdefb33d9f489e528663947ef326d) is kept sealed, unread and
+  unrun, for the next judgement; it is listed here once judged.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -318,6 +326,7 @@ QUARTERMASTER = load_set(_DATA / "quartermaster_sealed.json", _JUDGED)
 APOTHECARY = load_set(_DATA / "apothecary_sealed.json", _JUDGED)
 FERRYMAN = load_set(_DATA / "ferryman_sealed.json", _JUDGED)
 LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
+MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s
@@ -333,5 +342,6 @@ SETS = {
         APOTHECARY,
         FERRYMAN,
         LIGHTHOUSE,
+        MINE,
     )
 }

@@ -965,3 +965,22 @@ def test_a_things_name_is_a_capitalised_span() -> None:
     # A person is no thing's name: a player may call her "the doctor".
     who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
     assert sa._is_name(ship) and not sa._is_name(who)
+
+
+def test_what_a_count_counts_is_the_object_even_described_as_what() -> None:
+    # A count word ("a dozen", "a couple of") is passed over to what it counts.
+    line = "Half a dozen candles for the lower crew"
+    assert [line[at:] for at in sv.after_numbers(line)] == ["candles for the lower crew"]
+    line = "a couple of ropes"
+    assert [line[at:] for at in sv.after_numbers(line)] == ["ropes"]
+    # An object described as what ("What to hand out") is no message: of a line that counts
+    # something, the values are what the count counts, not the words before it.
+    item = tl.ToolParamDefinition("item", "string", "What to hand out, e.g. 'pickaxe'.")
+    fill = sa._Fill("", "", ")", "We're short on rope down there. Two coils, please.",
+                    frozenset({"issue", "gear", "item", "count"}), True)  # fmt: skip
+    assert sa._string_values(fill, item) == ["coils"]
+    # A message keeps its clauses: what it says is not what a number counts.
+    note = tl.ToolParamDefinition("note", "string", "What the note says.")
+    fill = sa._Fill("", "", ")", "Send a note that two wagons are late",
+                    frozenset({"send", "note", "count"}), True)  # fmt: skip
+    assert sa._string_values(fill, note)[0] == "two wagons are late"

@@ -310,7 +310,9 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
     if sentence:
         found = [*clauses(fill.line), *found]
-    elif fill.numeric:  # what a number counts comes right after it ("three bandages")
+    # What a number counts comes right after it ("three bandages", "Two coils, please."), for
+    # an object described as what ("What to hand out") as for any object, not a message.
+    if fill.numeric and not _is_message(param, _MESSAGE):
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
     # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"

@@ -7,7 +7,6 @@ runs of the line's words; for a number, the numbers the line spells ("2", "two",
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 
@@ -124,13 +123,36 @@ def enum_values(param: ToolParamDefinition) -> tuple[str, ...]:
 
 
 def after_numbers(line: str) -> set[int]:
-    """Where the words right after a number of `line` start (not across punctuation)."""
+    """Where the words right after a number of `line` start (not across punctuation), past a
+    word that counts by itself and an "of" after it ("a dozen candles", "a couple of
+    ropes"); and, where the counted word is a measure of something ("three crates of candles",
+    "a dozen barrels of lamp oil"), where that something starts."""
     words = list(WORD.finditer(line))
-    return {
-        b.start()
-        for a, b in itertools.pairwise(words)
-        if is_number(a.group().lower()) and not line[a.end() : b.start()].strip()
-    }
+    low = [w.group().lower() for w in words]
+
+    def joined(i: int) -> bool:  # word i follows word i - 1 with nothing but spaces between
+        return i < len(words) and not line[words[i - 1].end() : words[i].start()].strip()
+
+    found: set[int] = set()
+    for i in range(len(words) - 1):
+        at = i + 1
+        if not joined(at):
+            continue
+        if is_number(low[i]) and _singular(low[at]) not in _COUNTS:
+            pass
+        elif (
+            _singular(low[i]) in _COUNTS
+            and i
+            and (is_number(low[i - 1]) or low[i - 1] in ("a", "an"))
+        ):
+            if low[at] == "of" and joined(at + 1):
+                at += 1
+        else:
+            continue
+        found.add(words[at].start())
+        if joined(at + 1) and low[at + 1] == "of" and joined(at + 2):  # "crates of candles"
+            found.add(words[at + 2].start())
+    return found
 
 
 def counted_nouns(line: str) -> list[tuple[str, ...]]:

@@ -127,32 +127,26 @@ def after_numbers(line: str) -> set[int]:
     word that counts by itself and an "of" after it ("a dozen candles", "a couple of
     ropes"); and, where the counted word is a measure of something ("three crates of candles",
     "a dozen barrels of lamp oil"), where that something starts."""
-    words = list(WORD.finditer(line))
-    low = [w.group().lower() for w in words]
-
-    def joined(i: int) -> bool:  # word i follows word i - 1 with nothing but spaces between
-        return i < len(words) and not line[words[i - 1].end() : words[i].start()].strip()
-
-    found: set[int] = set()
-    for i in range(len(words) - 1):
+    found = list(WORD.finditer(line))
+    low = [w.group().lower() for w in found]
+    starts: set[int] = set()
+    for i, word in enumerate(low[:-1]):
         at = i + 1
-        if not joined(at):
+        if not _joined(line, found, at):
             continue
-        if is_number(low[i]) and _singular(low[at]) not in _COUNTS:
-            pass
-        elif (
-            _singular(low[i]) in _COUNTS
+        if (
+            _singular(word) in _COUNTS
             and i
             and (is_number(low[i - 1]) or low[i - 1] in ("a", "an"))
         ):
-            if low[at] == "of" and joined(at + 1):
+            if low[at] == "of" and _joined(line, found, at + 1):
                 at += 1
-        else:
-            continue
-        found.add(words[at].start())
-        if joined(at + 1) and low[at + 1] == "of" and joined(at + 2):  # "crates of candles"
-            found.add(words[at + 2].start())
-    return found
+        elif not is_number(word) or _singular(low[at]) in _COUNTS:
+            continue  # counts nothing, or its count word does ("a dozen", "two pairs")
+        starts.add(found[at].start())
+        if _joined(line, found, at + 1) and low[at + 1] == "of" and _joined(line, found, at + 2):
+            starts.add(found[at + 2].start())  # "crates of candles"
+    return starts
 
 
 def counted_nouns(line: str) -> list[tuple[str, ...]]:
@@ -162,8 +156,8 @@ def counted_nouns(line: str) -> list[tuple[str, ...]]:
     found = list(WORD.finditer(line))
     low = [w.group().lower() for w in found]
 
-    def joined(i: int) -> bool:  # word i follows word i - 1 with nothing but spaces between
-        return i < len(low) and not line[found[i - 1].end() : found[i].start()].strip()
+    def joined(i: int) -> bool:
+        return _joined(line, found, i)
 
     counted: list[tuple[str, ...]] = []
     for i, word in enumerate(low):
@@ -185,6 +179,12 @@ def counted_nouns(line: str) -> list[tuple[str, ...]]:
         if noun:
             counted.append(tuple(noun))
     return counted
+
+
+def _joined(line: str, found: Sequence[re.Match[str]], i: int) -> bool:
+    """Whether word `i` of `line` (`found` are its words) follows word i - 1 with nothing but
+    spaces between."""
+    return i < len(found) and not line[found[i - 1].end() : found[i].start()].strip()
 
 
 def _edge(word: str) -> bool:
@@ -293,9 +293,15 @@ def _spelled(word: str) -> int | None:
     """The number a word spells ("seven", "twenty-five"), or None."""
     if word in _NUMBER_WORDS:
         return _NUMBER_WORDS[word]
+    return _compound(word, _NUMBER_WORDS)
+
+
+def _compound(word: str, units: dict[str, int]) -> int | None:
+    """The number of tens and a unit joined by a hyphen, the unit one of `units` ("twenty-five"
+    of the number words, "twenty-first" of the ordinals), or None."""
     tens, _, unit = word.partition("-")
-    if _NUMBER_WORDS.get(tens, 0) in range(20, 100, 10) and 0 < _NUMBER_WORDS.get(unit, 0) < 10:
-        return _NUMBER_WORDS[tens] + _NUMBER_WORDS[unit]
+    if _NUMBER_WORDS.get(tens, 0) in range(20, 100, 10) and 0 < units.get(unit, 0) < 10:
+        return _NUMBER_WORDS[tens] + units[unit]
     return None
 
 
@@ -352,10 +358,7 @@ def _ordinal(word: str) -> int | None:
         return _ORDINALS[word]
     if (digits := _ORDINAL_DIGITS.fullmatch(word)) is not None:
         return int(digits.group(1))
-    tens, _, unit = word.partition("-")
-    if _NUMBER_WORDS.get(tens, 0) in range(20, 100, 10) and 0 < _ORDINALS.get(unit, 0) < 10:
-        return _NUMBER_WORDS[tens] + _ORDINALS[unit]
-    return None
+    return _compound(word, _ORDINALS)
 
 
 def _singular(word: str) -> str:

@@ -346,19 +346,21 @@ def test_the_decision_reads_the_recent_dialog_and_earlier_values() -> None:
         calls: list[tl.ToolCallEvent] = []
         agent.set_on_tool_call_event(calls.append)
         agent.send_message("give two more")
-    (call,) = calls
-    assert call.tool_name == "give_item" and call.arguments["count"] == 2
-    prompt, _, _ = scorer.scored[-1]
+        # The value an earlier call gave is the item of a line that names none ("more" is
+        # filler): nothing to choose between.
+        (call,) = calls
+        assert call.tool_name == "give_item" and call.arguments == {"item": "apples", "count": 2}
+        assert not any(p.endswith('item="') for p, _, _ in scorer.scored)
+        agent = engine.create_agent(graph, dialog=earlier)
+        agent.send_message("give two more ripe pears")
+    prompt = next(p for p, _, g in scorer.scored if g and p.endswith('item="'))
     # The arguments' prompt: the examples, the dialog's calls of the tool written as they
     # are (its talk left out), the line and the call so far.
     recent = (
         'Player: Give me 3 apples\nCall: give_item(item="apples", count=3)\n'
-        "Player: give two more\nCall: give_item("
+        "Player: give two more ripe pears\nCall: give_item("
     )
     assert prompt.startswith(sa.EXAMPLES) and recent in prompt
-    # The value an earlier call gave is among the item's candidates ("more" is filler).
-    item_choices = next(c for p, c, g in scorer.scored if g and p.endswith('item="'))
-    assert '"apples", ' not in item_choices and 'apples", ' in item_choices
     assert sa.recent_calls([], GIVE) == ""
 
 
@@ -959,8 +961,8 @@ def test_a_things_name_is_a_capitalised_span() -> None:
     ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
     line = "And her sister ship right behind, the Sea Swallow."
     fill = sa._Fill("", "", ")", line, frozenset({"log", "ship", "ships"}), False)
-    # Not "sister", though it comes right before the argument's own name.
-    assert sa._string_values(fill, ship) == ["Sea", "Sea Swallow", "Swallow"]
+    # Not "sister", though it comes right before the argument's own name, nor a word of it.
+    assert sa._string_values(fill, ship) == ["Sea Swallow"]
     assert not sa._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
     # A person is no thing's name: a player may call her "the doctor".
     who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
@@ -984,3 +986,124 @@ def test_what_a_count_counts_is_the_object_even_described_as_what() -> None:
     fill = sa._Fill("", "", ")", "Send a note that two wagons are late",
                     frozenset({"send", "note", "count"}), True)  # fmt: skip
     assert sa._string_values(fill, note)[0] == "two wagons are late"
+
+
+DIG = tl.ToolDefinition(
+    "assay_rock",
+    "Have a sample of rock tested for gold.",
+    [tl.ToolParamDefinition("seam", "string", "The seam or pit the rock came from.")],
+)
+
+
+def test_a_proper_name_of_several_words_is_taken_whole() -> None:
+    seam = DIG.parameters[0]
+    avoid = frozenset({"assay", "rock", "seam"})
+    for line, name in (
+        ("This chunk came out of Miller's Hollow yesterday, any good?", "Miller's Hollow"),
+        ("Test this lump from the Black Pit for gold.", "Black Pit"),
+    ):
+        assert sa._string_values(sa._Fill("", "", ")", line, avoid, False), seam) == [name]
+    # Not a name said after "for" or "to" (whom or where it goes), nor for a person.
+    line = "Carry these crates to Willow Island."
+    cargo = tl.ToolParamDefinition("cargo", "string", "The goods to carry.")
+    assert "crates" in sa._string_values(sa._Fill("", "", ")", line, frozenset(), False), cargo)
+    who = tl.ToolParamDefinition("recipient", "string", "Who the note is for.")
+    line = "Send a note to my aunt Wilma in Fox Hollow."
+    assert "Wilma" in sa._string_values(sa._Fill("", "", ")", line, frozenset(), False), who)
+    # A typographic apostrophe is the plain one.
+    (call,) = run(ScoringMock("mock", script=["unused"]), node(tools=[DIG]),
+                  "Assay this rock from Gray\u2019s Cut.")["calls"]  # fmt: skip
+    assert call.arguments == {"seam": "Gray's Cut"}
+
+
+def test_an_object_is_not_whom_it_is_for() -> None:
+    item = tl.ToolParamDefinition("item", "string", "What to hand out.")
+    line = "And three more for Tomas's watch."
+    fill = sa._Fill("", "", ", ", line, frozenset({"give", "item", "count"}), True, ("lanterns",))
+    assert sa._string_values(fill, item) == ["lanterns"]
+    # A person is whom it is for: "Do the same for Brenna." pays Brenna.
+    sailor = tl.ToolParamDefinition("sailor", "string", "Who is paid.")
+    fill = sa._Fill("", "", ", ", "Do the same for Brenna.", frozenset({"pay"}), True, ("Olaf",))
+    assert "Brenna" in sa._string_values(fill, sailor)
+
+
+def test_more_of_the_last_call_follows_it_up_whatever_it_is_for() -> None:
+    # "north" is MOVE's word, but said of whom the apples are for.
+    assert td._more_of(TOOLS, "And two more for the north gate guards.")
+    assert not td._more_of(TOOLS, "And walk north.")  # no "more"
+    assert not td._more_of(TOOLS, "And two more lights.")  # names another tool's object
+    scorer = ScoringMock("mock", script=["unused"])
+    graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
+    calls: list[tl.ToolCallEvent] = []
+    with tl.Engine(scorer) as engine:
+        agent = engine.create_agent(graph, dialog=APPLES_GIVEN)
+        agent.set_on_tool_call_event(calls.append)
+        agent.send_message("And two more for the north gate guards.")
+    assert [(c.tool_name, c.arguments) for c in calls] == [
+        ("give_item", {"item": "apples", "count": 2})
+    ]
+
+
+def test_a_line_that_opens_by_taking_leave_is_talk_unless_the_request_is_sure() -> None:
+    unsure = FixedRequest(0.3)  # a request, but not a sure one
+    for line in ("Goodbye, and walk north safely.", "Farewell, give my regards to Ida.",
+                 "So long, and mind the north road."):  # fmt: skip
+        assert run(unsure, node(), line)["calls"] == [], line
+    assert run(unsure, node(), "Walk north.")["calls"]  # no leave taken: the request stands
+    assert run(FixedRequest(0.8), node(), "Goodbye, and walk north.")["calls"]  # a sure one
+
+
+def test_a_question_tagged_on_an_order_is_the_order() -> None:
+    unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    for line in ("Walk north, would you?", "Walk north, could you please?"):
+        (call,) = run(unsure, node(), line)["calls"]
+        assert (call.tool_name, call.arguments) == ("move", {"direction": "north"}), line
+    assert run(unsure, node(), "Walk north?")["calls"] == []  # a question, not an order
+
+
+def test_what_a_line_turns_down_is_no_value() -> None:
+    assert sv.unnegated("Level four, not five.") == "Level four, ."
+    assert sv.unnegated("Three instead of two, but not today") == "Three , but "
+    level = tl.ToolParamDefinition("level", "integer", "Which level.")
+    assert sv.numbers(sv.unnegated("Take me to level four, not five."), level) == [4]
+    assert sv.numbers("Light both lanterns.", level) == [2]
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(), "Walk south, not north.")["calls"]
+    assert call.arguments == {"direction": "south"}
+    (call,) = run(scorer, node(), "Give me four pears, not five.")["calls"]
+    assert call.arguments == {"item": "pears", "count": 4}
+    box = tl.ToolParamDefinition("box", "string", "Which box.")
+    fill = sa._Fill("", "", ")", "Open the oak chest, not the pine crate.",
+                    frozenset({"open", "box"}), False)  # fmt: skip
+    assert all("pine" not in v for v in sa._string_values(fill, box))
+
+
+def test_a_declared_value_is_read_as_words() -> None:
+    assert sv.value_words("storm_warning") == "storm warning"
+    assert sv.value_words("cave-in") == "cave in"
+    flash = tl.ToolDefinition(
+        "flash_signal",
+        "Flash a signal.",
+        [
+            tl.ToolParamDefinition(
+                "signal", "string", "Which signal.", enum=["all_clear", "storm_warning"]
+            )
+        ],
+    )
+    bell = tl.ToolDefinition("ring_bell", "Ring the bell.")
+    # "storm" is a word of the signal tool, as its value says it.
+    assert sw.shared_words([flash, bell], "A storm is coming!")[0] > 0
+    (call,) = run(ScoringMock("mock", script=["unused"]), node(tools=[flash, bell]),
+                  "Flash the storm warning.")["calls"]  # fmt: skip
+    assert call.arguments == {"signal": "storm_warning"}
+    assert sa._says("cave-in", "The roof caved in!") and not sa._says("cave-in", "Fire!")
+
+
+def test_numbers_read_hundreds_and_thousands() -> None:
+    gold = tl.ToolParamDefinition("gold", "integer", "How much gold.")
+    assert sv.numbers("I'll give you two hundred gold.", gold) == [200]
+    assert sv.numbers("A hundred for the lot.", gold) == [100]
+    assert sv.numbers("Three hundred and fifty, final offer.", gold) == [350]
+    assert sv.numbers("2 thousand crowns", gold) == [2000]
+    assert sv.numbers("And fifty.", gold) == [50]
+    assert sv.numbers("5 apples and a hundred pears", gold) == [5, 100]

@@ -57,6 +57,7 @@ from .score_calibration import (
     urgency_margin,
 )
 from .score_values import (
+    MORE,
     SENTENCE_WORDS,
     WORD,
     after_numbers,
@@ -69,8 +70,9 @@ from .score_values import (
     spans,
     spelled,
     takes_person,
+    unnegated,
+    value_words,
     widened,
-    words,
 )
 from .score_words import WORDS_WEIGHT, phrase_words, polar_words
 
@@ -104,8 +106,6 @@ _BOOLEAN_PHRASES = re.compile(
     r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
     re.IGNORECASE,
 )
-#: Words between "for" and whom something is for ("for my friend").
-_DETERMINED = "|".join(words("the a an my your his her their our this that"))
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
@@ -218,7 +218,9 @@ async def _fill(
     if enum:
         # The values the line names, if any ("And this one into dwarvish" after an elvish
         # one): the model chooses among those, else among all.
-        values = [v for v in enum if phrase_words(v, line)] or enum
+        # What it turns down is not among them ("the south bank, not the north").
+        said = [v for v in enum if _says(v, line)]
+        values = [v for v in said if _says(v, unnegated(line))] or said or enum
         if len(values) == 1:
             return values[0], math.nan
     elif param.type == "boolean":
@@ -254,7 +256,7 @@ async def _fill(
             return values[chosen], margin
         return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:
-        values = numbers(line, param)
+        values = numbers(unnegated(line), param) or numbers(line, param)  # "four, not five"
         if not values:  # no number: one if it says "a" or "another" ("And a sleeping draught."),
             # else an earlier call's ("And pay Sal the same."), else one, unread
             if any(w.lower() in ("a", "an", "another") for w in WORD.findall(line)):
@@ -269,6 +271,12 @@ async def _fill(
         )
     chosen, margin = best(scores)
     return values[chosen], margin
+
+
+def _says(value: str, line: str) -> bool:
+    """Whether `line` names a declared value, as written or in words ("storm_warning": "the
+    storm warning"; "cave-in": "it caved in")."""
+    return bool(phrase_words(value, line) or phrase_words(value_words(value), line))
 
 
 def _phrases(description: str, tool_description: str = "") -> tuple[str, str]:
@@ -302,11 +310,23 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
     # to the shopkeeper.
     found = [v for v in found if not _addressed(fill.line, v)]
+    # Nor what it turns down: "the oak chest, not the pine one".
+    asked = unnegated(fill.line)
+    found = [v for v in found if v in asked] or found
     # What an earlier call gave is kept only when the line names nothing itself, but whom
     # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
     # Sal the same." pays Sal.
     named = [v for v in found if not _for_whom(fill.line, v)]
     earlier = [] if named else [v for v in fill.earlier if isinstance(v, str) and v]
+    # More of the same is more of an earlier object, not of whom it is for: "And two more for
+    # Rosa's crew." hands out the pickaxes again; a person or a name is that one ("Do the
+    # same for Hollis.").
+    if (
+        earlier
+        and MORE.search(fill.line)
+        and not (_is_message(param, _MESSAGE) or _is_name(param) or takes_person(param))
+    ):
+        return list(dict.fromkeys(earlier))
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
     if sentence:
         found = [*clauses(fill.line), *found]
@@ -315,6 +335,12 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     if fill.numeric and not _is_message(param, _MESSAGE):
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
+    # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
+    # Sea Lark") names one thing the line is about: an object or a place takes it whole, not
+    # a word beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in
+    # Port Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
+    if not _is_message(param, _MESSAGE) and not takes_person(param):
+        found = [v for v in found if _proper(fill.line, v)] or found
     # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
     # in "her sister ship".
     if _is_name(param):
@@ -343,6 +369,15 @@ def _capitalised(line: str, value: str) -> bool:
     return not opens and all(w[:1].isupper() for w in WORD.findall(value))
 
 
+def _proper(line: str, value: str) -> bool:
+    """Whether `value` is a proper name of `line`: two or more words, each capitalised, the
+    first opening no sentence ("Widow's Seam", "Harrow's Cut"), and not said after "for" or
+    "to" ("for Old Tam", "to Willow Island")."""
+    if len(WORD.findall(value)) < 2 or not _capitalised(line, value):
+        return False
+    return re.search(rf"\b(?:for|to)\s+(?:the\s+)?{re.escape(value)}", line, re.I) is None
+
+
 def _addressed(line: str, value: str) -> bool:
     """Whether `value` is a name `line` is said to: capitalised, closing a sentence after a
     comma ("Put it on my tab, Ilse.", "Two more, Hilda!")."""
@@ -367,9 +402,11 @@ def _names(line: str, value: str, name: str) -> bool:
 
 
 def _for_whom(line: str, value: str) -> bool:
-    """Whether `value` follows "for" in `line` (past a determiner: "for my friend")."""
-    found = re.search(rf"\bfor\s+(?:(?:{_DETERMINED})\s+)*{re.escape(value)}", line, re.I)
-    return found is not None
+    """Whether `value` is said of whom something is for in `line`: in a phrase that "for"
+    opens, to the clause's end ("for my friend", "for Rosa's crew", "for the north gate
+    guards")."""
+    said = rf"\bfor\s+(?:[^,.;:!?]*?\s)?{re.escape(value)}(?:'s)?(?![\w'-])"
+    return re.search(said, line, re.IGNORECASE) is not None
 
 
 def _starts(text: str, words: str) -> bool:

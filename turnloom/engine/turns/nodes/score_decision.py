@@ -13,7 +13,9 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    many berths are there below deck?") may call only such a tool too. A line the step is
    unsure of that opens with a tool's own verb ("Walk north.") or counts what a tool counts
    in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after a
-   call that goes on with "And..." ("And her sister ship, the Sea Swallow.").
+   call that goes on with "And..." ("And her sister ship, the Sea Swallow."). An order with a
+   question tagged on ("Assay this lump, would you?") is no question; a line that opens by
+   taking leave ("Goodbye, and mind the shaft.") is talk unless the step is sure it asks.
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -23,8 +25,10 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    what the line counts ("2 torches") where the tool takes a count of it, so "Hand me 2
    torches" asks the tool that hands items over, not the one named after torches. A request
    adds its margin to the tools' side against talk. The tool is chosen on the line alone:
-   after a dialog the model leans to the last call shown. A line that names the chosen tool's
-   verb only to negate it ("Don't bother fetching Marta") calls nothing.
+   after a dialog the model leans to the last call shown, except that a line right after a
+   call asking for more of it ("And two more for Rosa's crew.") repeats it, whatever it says
+   that is for. A line that names the chosen tool's verb only to negate it ("Don't bother
+   fetching Marta") calls nothing.
 3. **Its arguments** (`score_arguments`), one by one, after the recent calls of the dialog.
 
 How close each choice was (its margin in nats) is in `ScoreDecision.diagnostics`, the node's
@@ -48,7 +52,7 @@ from ..dialog.projection import Interaction
 from .score_arguments import fill_arguments
 from .score_calibration import best, calibrated_scores, one_line
 from .score_request import SURE, request_margin
-from .score_values import FILLER, WORD, enum_values, spelled
+from .score_values import FILLER, MORE, WORD, enum_values, spelled
 from .score_words import (
     WORDS_WEIGHT,
     counted_words,
@@ -90,6 +94,19 @@ _LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "
 _ASKS_FOR = re.compile(r"\b(?:could|can|would|will|may|might|shall)\b", re.IGNORECASE)
 #: A line that goes on from the last one: "And two more.", "Oh, and a rake too.", "Also...".
 _GOES_ON = re.compile(r"\W*(?:oh\W+)?(?:and|also|plus)\b", re.IGNORECASE)
+#: A question tagged on an order ("Assay this lump, would you?"): the line is the order.
+_TAG = re.compile(
+    r",\s*(?:would|could|will|can|won't)\s+(?:you|ya)(?:\s+please)?\s*\?\s*$", re.IGNORECASE
+)
+#: What a line says something is for ("for Rosa's crew"): whom, not which tool.
+_FOR = re.compile(r"\bfor\b[^,.;:!?]*", re.IGNORECASE)
+#: A line that opens by taking leave: what follows is a wish ("Goodbye, and mind the shaft.",
+#: "Farewell, keep the candles burning."), not an errand, unless the request is sure.
+_LEAVES = re.compile(
+    r"\W*(?:good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe "
+    r"travels|godspeed)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +160,12 @@ async def decide_by_score(
     """The call (or no call) `line` asks for among `tools`, after `dialog`, as a parse of
     generated text, with its margins."""
     no_call = ParseOutcome((), "", ())
+    # Typographic apostrophes are the plain one ("Widow\u2019s Seam" is "Widow's Seam").
+    line = line.replace("\u2019", "'").replace("\u2018", "'")
     last_call = _last_call(dialog[-1]) if dialog else None
     asks = await request_margin(backend, line, agent_id, after_call=last_call is not None)
     diagnostics: dict[str, Any] = {"request": round(asks, 3)}
-    question = line.rstrip().endswith("?")
+    question = line.rstrip().endswith("?") and not _TAG.search(line)
     # An order that opens with a tool's own verb ("Walk north.") or counts what a tool counts
     # in ("Foghorn, 5 blasts.") asks for something, where the request step is unsure of it.
     ordered = opens_with_verb(tools, line) or counts_in_units(tools, line)
@@ -154,6 +173,8 @@ async def decide_by_score(
     # sister ship right behind, the Sea Swallow.").
     ordered = ordered or (last_call is not None and _GOES_ON.match(line) is not None)
     requested = asks > 0 or (not question and asks > -SURE and ordered)
+    if _LEAVES.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
+        requested = False
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.
     only_lookups = not requested or (question and not _ASKS_FOR.search(line))
@@ -164,9 +185,11 @@ async def decide_by_score(
     counted = counted_words(tools, line)
     named = [w + c for w, c in zip(shared_words(tools, line), counted, strict=True)]
     names = [tool.name for tool in tools]
-    if requested and last_call in names and not any(named):
+    if requested and last_call in names and (not any(named) or _more_of(tools, line)):
         # A request right after a call that names no tool follows that call up ("And four
-        # more.", "Now put it out again."): the same tool, its arguments read anew.
+        # more.", "Now put it out again."): the same tool, its arguments read anew; so does
+        # one that asks for more of it, whatever it says that is for ("And two more for
+        # Rosa's crew.": "crew" is no word of what to do).
         chosen, lead = names.index(last_call), asks
     else:
         labels = _labels(tools)
@@ -195,6 +218,18 @@ async def decide_by_score(
     raw = json.dumps({"name": tool.name, "arguments": filled.values})
     outcome = ParseOutcome((ParsedCall(tool.name, filled.values, raw),), "", ())
     return ScoreDecision(outcome, diagnostics, filled.unread)
+
+
+def _more_of(tools: Sequence[ToolDefinition], line: str) -> bool:
+    """Whether `line` asks for more of what was just done ("more", "another", "the same")
+    and names no tool but in what it says that is for ("And two more for Rosa's crew.")."""
+    if not MORE.search(line):
+        return False
+    rest = _FOR.sub("", line)
+    named = [
+        w + c for w, c in zip(shared_words(tools, rest), counted_words(tools, rest), strict=True)
+    ]
+    return not any(named)
 
 
 def _last_call(past: Interaction) -> str | None:

@@ -16,6 +16,7 @@ from ..dialog.projection import Interaction
 __all__ = [
     "DETERMINERS",
     "FILLER",
+    "MORE",
     "SENTENCE_WORDS",
     "WORD",
     "after_numbers",
@@ -30,6 +31,8 @@ __all__ = [
     "spans",
     "spelled",
     "takes_person",
+    "unnegated",
+    "value_words",
     "widened",
     "words",
 ]
@@ -45,6 +48,12 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 def spelled(name: str) -> str:
     """A tool's or an argument's name as words: "open_door" and "openDoor" -> "open door"."""
     return _CAMEL.sub(" ", name).replace("_", " ")
+
+
+def value_words(value: str) -> str:
+    """A declared value as a player says it: "storm_warning" and "stormWarning" -> "storm
+    warning", "cave-in" -> "cave in" (a line may say "caved in")."""
+    return spelled(value).replace("-", " ")
 
 
 FILLER = frozenset(
@@ -66,6 +75,8 @@ _NUMBER_WORDS = {
     )
 } | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
      "hundred": 100}  # fmt: skip
+#: Words that multiply the number before them ("two hundred", "a thousand").
+_SCALES = {"hundred": 100, "thousand": 1000}
 #: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
 _COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
 #: Words that say which one of a row, not how many ("the fifth level", "the 3rd cellar"): a
@@ -307,16 +318,23 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
 
 def numbers(line: str, param: ToolParamDefinition) -> list[object]:
     """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
-    "a couple", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
+    "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
     nights, spans of time: "a week" is 7, "two weeks" 14) without repeats. None: see `_fill` (a
     count the player does not say is one, "a dagger"; one the player says is no other)."""
     integer = param.type == "integer"
     in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
     words: list[str] = []
+    scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
     for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
+        low = word.lower()
         joined = f"{words[-1]}-{word}".lower() if words else ""
         if _spelled(joined) is not None:
             words[-1] = joined
+        elif low in _SCALES and words and (base := _plain(words[-1])) is not None:
+            words[-1] = _digits(base * _SCALES[low])  # "two hundred", "a thousand"
+            scaled = len(words) - 1
+        elif 0 <= scaled == len(words) - 2 and words[-1].lower() == "and" and 0 < _units(low) < 100:
+            words[-2:] = [_digits(float(words[-2]) + _units(low))]  # "two hundred and fifty"
         else:
             words.append(word)
     found: list[tuple[int, object]] = []  # (0 digits, 1 words, 2 ordinals; the value)
@@ -330,6 +348,8 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
             value = spelled
         elif low in ("a", "an"):
             value = 1  # a number only with a unit after it ("a dozen", "a week")
+        elif low == "both":  # "both lanterns", "Light both."
+            value = 2
         else:
             if (ordinal := _ordinal(low)) is not None:
                 found.append((2, ordinal))
@@ -350,6 +370,40 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
     # A span of time says how long; the number of horses in the same line does not. Digits
     # come before words, words before ordinals (the first of equal scores wins).
     return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
+
+
+#: A line that asks for more of the same: "And two more for Rosa's crew.", "Another, please.",
+#: "Do the same for Hollis."
+MORE = re.compile(r"\b(?:more|another|the same)\b", re.IGNORECASE)
+#: A value the line turns down: "level four, not five", "the south bank, not the north",
+#: "three instead of two", up to the clause's end or a "but".
+_NEGATED = re.compile(
+    r"\b(?:not|instead of|rather than)\b[^,.;:!?]*?(?=\s+but\b|[,.;:!?]|$)", re.IGNORECASE
+)
+
+
+def unnegated(line: str) -> str:
+    """`line` without what it turns down ("Send it to four, not five." -> "Send it to four,
+    ."): the values an argument is chosen among are those it asks for."""
+    return _NEGATED.sub("", line)
+
+
+def _plain(word: str) -> float | None:
+    """The number a word says by itself (digits, a number word, "a"), or None."""
+    if _NUMBER.fullmatch(word):
+        return float(word)
+    low = word.lower()
+    return 1.0 if low in ("a", "an") else None if (n := _spelled(low)) is None else float(n)
+
+
+def _units(word: str) -> float:
+    """The number of a word under a hundred ("fifty", "twenty-five"), else 0."""
+    spelled = _spelled(word)
+    return float(spelled) if spelled is not None and spelled < 100 else 0.0
+
+
+def _digits(value: float) -> str:
+    return str(int(value)) if value.is_integer() else str(value)
 
 
 def _ordinal(word: str) -> int | None:

@@ -59,6 +59,7 @@ from .score_values import (
     is_sentence,
     spelled,
     takes_person,
+    value_words,
     words,
 )
 
@@ -285,7 +286,8 @@ def _vocabulary(tool: ToolDefinition) -> dict[str, float]:
         said = param.description
         if param.type == "boolean":  # "true if the message must go at once": when, not what
             said = _CONDITION.sub("", said)
-        parts += [param.name.replace("_", " "), said, *enum_values(param)]
+        values = enum_values(param)  # as written and in words ("storm_warning": storm)
+        parts += [param.name.replace("_", " "), said, *values, *map(value_words, values)]
     vocabulary = dict.fromkeys(_stems(" ".join(parts)), 1.0)
     for clause in _CLAUSE_END.split(tool.description):
         setting = False

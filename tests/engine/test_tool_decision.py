@@ -1107,3 +1107,16 @@ def test_numbers_read_hundreds_and_thousands() -> None:
     assert sv.numbers("2 thousand crowns", gold) == [2000]
     assert sv.numbers("And fifty.", gold) == [50]
     assert sv.numbers("5 apples and a hundred pears", gold) == [5, 100]
+
+
+def test_a_correction_keeps_what_it_does_not_name() -> None:
+    who = tl.ToolParamDefinition("person", "string", "Who to fetch.")
+    avoid = frozenset({"fetch", "person", "urgent"})
+    line = "Actually, make it urgent, my aunt's fallen down the stairs."
+    fill = sa._Fill("", "", ", ", line, avoid, False, ("Grete",))
+    assert sa._string_values(fill, who) == ["Grete"]  # not "aunt" of the reason
+    line = "Make that the cooper, not the baker."
+    fill = sa._Fill("", "", ", ", line, avoid, False, ("Grete",))
+    assert sa._string_values(fill, who) == ["cooper"]
+    fill = sa._Fill("", "", ", ", "Fetch my aunt, she's fallen.", avoid, False, ("Grete",))
+    assert "aunt" in sa._string_values(fill, who)  # no correction: the line's own

@@ -28,9 +28,18 @@ choice's prompt) are not needed here.
   capitalised ("the Sea Swallow"); the one the line is said to ("Put it on my tab,
   Ilse.") is no value; a name (not a message) takes the words describing
   it, back to its determiner ("some willow bark"); a line that names nothing (but whom it
-  is for: "And two more for my friend.") keeps an earlier call's value.
+  is for: "And two more for my friend.") keeps an earlier call's value, and one that asks
+  for more of the same ("And two more for Rosa's crew.") has only that value for an object,
+  as has a correction ("Actually, make it urgent, he's hurt his leg.") that names no other
+  after "make it"; a proper name of several capitalised words ("the Widow's Seam") is taken
+  whole by an object or a place; what the line turns down ("the oak chest, not the pine
+  one") is no value.
+- **Enums** are chosen among the values the line names, as written or in words
+  ("storm_warning": "the storm warning"), not among those it turns down ("the south bank,
+  not the north"), else among all.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
-  dozen"; for a count of days, "a week" or "two weeks"); else 1 if it says "a" or
+  dozen", "both", "two hundred and fifty"; for a count of days, "a week" or "two weeks"),
+  not those it turns down ("four, not five"); else 1 if it says "a" or
   "another", else the value an earlier call gave, else 1. A count the line does not say at
   all (no number, no "a", no earlier call) is listed as unread.
 """
@@ -106,6 +115,8 @@ _BOOLEAN_PHRASES = re.compile(
     r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
     re.IGNORECASE,
 )
+#: A correction of the last call: "Actually, make it urgent", "Make that the blue one".
+_CORRECTION = re.compile(r"\bmake (?:it|that)\s+([^,.;:!?]*)", re.IGNORECASE)
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
@@ -313,6 +324,14 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     # Nor what it turns down: "the oak chest, not the pine one".
     asked = unnegated(fill.line)
     found = [v for v in found if v in asked] or found
+    # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
+    # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
+    kept = [v for v in fill.earlier if isinstance(v, str) and v]
+    corrected = _CORRECTION.search(fill.line)
+    if corrected and kept:
+        found = [v for v in found if v in corrected.group(1)]
+        if not found:
+            return kept[-1:]
     # What an earlier call gave is kept only when the line names nothing itself, but whom
     # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
     # Sal the same." pays Sal.

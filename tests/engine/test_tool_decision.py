@@ -1120,3 +1120,45 @@ def test_a_correction_keeps_what_it_does_not_name() -> None:
     assert sa._string_values(fill, who) == ["cooper"]
     fill = sa._Fill("", "", ", ", "Fetch my aunt, she's fallen.", avoid, False, ("Grete",))
     assert "aunt" in sa._string_values(fill, who)  # no correction: the line's own
+
+
+class KeepsEarlier(ScoringMock):
+    """A scorer that, as a small model does, leans hard to the value an earlier call shown
+    in the prompt gave a flag."""
+
+    async def score_choices(
+        self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+    ) -> list[float]:
+        scores = await super().score_choices(prompt, choices, greedy=greedy, agent_id=agent_id)
+        leaning = "urgent=false" in prompt and prompt.endswith("urgent=")
+        lean = [50.0 * (leaning and c.startswith("false")) for c in choices]
+        return [s + extra for s, extra in zip(scores, lean, strict=True)]
+
+
+def test_a_correction_that_names_a_flag_sets_it() -> None:
+    fetch = tl.ToolDefinition(
+        "fetch_person",
+        "Bring someone back across the river.",
+        [tl.ToolParamDefinition("person", "string", "Who to bring back."),
+         tl.ToolParamDefinition("urgent", "boolean", "true if it cannot wait.")],
+    )  # fmt: skip
+    earlier = [
+        {"role": "user", "content": "Fetch my cousin Ruth, no hurry."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+         "function": {"name": "fetch_person",
+                      "arguments": {"person": "Ruth", "urgent": False}}}]},
+        {"role": "tool", "tool_call_id": "c0", "name": "fetch_person", "content": "ok"},
+    ]  # fmt: skip
+    graph = graph_of(("detect", node(tools=[fetch])),
+                     ("answer", tl.CannedResponseParams(lines=["done"])))  # fmt: skip
+    calls: list[tl.ToolCallEvent] = []
+    with tl.Engine(KeepsEarlier("mock", script=["unused"])) as engine:
+        for line in ("Actually, make it urgent, the baby's coming.",
+                     "Make it not urgent, then."):  # fmt: skip
+            agent = engine.create_agent(graph, dialog=earlier)
+            agent.set_on_tool_call_event(calls.append)
+            agent.send_message(line)
+    assert [c.arguments for c in calls] == [
+        {"person": "Ruth", "urgent": True},
+        {"person": "Ruth", "urgent": False},
+    ]

@@ -31,9 +31,9 @@ choice's prompt) are not needed here.
   is for: "And two more for my friend.") keeps an earlier call's value, and one that asks
   for more of the same ("And two more for Rosa's crew.") has only that value for an object,
   as has a correction ("Actually, make it urgent, he's hurt his leg.") that names no other
-  after "make it"; a proper name of several capitalised words ("the Widow's Seam") is taken
-  whole by an object or a place; what the line turns down ("the oak chest, not the pine
-  one") is no value.
+  after "make it" (and a flag it names is set: "make it urgent"); a proper name of several
+  capitalised words ("the Widow's Seam") is taken whole by an object or a place; what the
+  line turns down ("the oak chest, not the pine one") is no value.
 - **Enums** are chosen among the values the line names, as written or in words
   ("storm_warning": "the storm warning"), not among those it turns down ("the south bank,
   not the north"), else among all.
@@ -236,6 +236,12 @@ async def _fill(
             return values[0], math.nan
     elif param.type == "boolean":
         values = (True, False)
+        # A correction that names the flag says it: "Actually, make it urgent" is urgent,
+        # "make it not urgent" is not, whatever the earlier call said.
+        corrected = _CORRECTION.search(line)
+        said = [w.lower() for w in WORD.findall(corrected.group(1))] if corrected else []
+        if spelled(param.name).lower() in said:
+            return "not" not in said, math.nan
     if param.type == "boolean" or enum:
         choices = [f"{json.dumps(v)}{end}" for v in values]
         # Calibrated on the examples alone: the value an earlier call gave stays likelier

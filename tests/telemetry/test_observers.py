@@ -191,16 +191,17 @@ def test_a_turn_logs_every_event_while_an_observer_reads_logs(
     (log,) = logs.logs
     kinds, times, values = log[0::3], log[1::3], log[2::3]
     assert " ".join(kinds) == (
-        "turn_started node_started generation tool_call node_ended paused resumed"
-        " node_started node_ended paused resumed node_started generation node_ended turn_ended"
+        "turn_started node_started generation tool_call paused resumed"
+        " node_started paused resumed node_started generation node_ended turn_ended"
     )
     assert times == sorted(times) and times[-1] - times[0] == 5.0  # the engine's clock
-    assert values[0] == "lights?" and values[1] == "detect" and values[4] == "tool_called"
+    assert values[0] == "lights?" and values[1] == "detect"
     node, model, _prompt, tokens, _first, _seconds, error = values[2]
     assert (node, model, error) == ("detect", "mock", "") and tokens > 0
     assert values[3][:3] == ("detect", "c00000000", "set_light")
-    assert values[5] == ("detect", "tool_called", "wait", 0, ("c00000000",), True)
-    assert values[6] == ("detect", "", {"c00000000": "ok"})
-    assert values[9][:3] == ("wait", "default", "answer") and values[10] == ("wait", "answer", None)
+    # A node that pauses logs no node_ended: its pause ends it, with the exit it took.
+    assert values[4] == ("detect", "tool_called", "wait", 0, ("c00000000",), True)
+    assert values[5] == ("detect", "", {"c00000000": "ok"})
+    assert values[7][:3] == ("wait", "default", "answer") and values[8] == ("wait", "answer", None)
     status, text, *_ = values[-1]
     assert status == "success" and text == final.text

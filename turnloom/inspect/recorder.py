@@ -61,7 +61,7 @@ class AgentTrack:
             if kind == "node_started":
                 node = events[at + 2]
                 return ("", node) if ended else (node, node)
-            if kind == "node_ended":
+            if kind == "node_ended" or kind == "paused":  # a pause ends its node
                 ended = True
         return "", ""
 
@@ -179,8 +179,9 @@ class TimelineRecorder(TurnObserver):
             if type(ended) is list:
                 turns[-1] = (ended_id, tuple(ended))
         turns.append((turn.turn_id, log))
+        # What the ticks saw of its previous turn may stay: the agent is in `changed` now,
+        # and the next tick looks at this turn's log and notes its length.
         self.walking[agent_id] = turn
-        self._seen.pop(agent_id, None)  # what was seen of its previous turn
         self.changed.add(agent_id)
 
     def resumed(self, agent: Any, turn: Turn, node_name: str, resume_node: str) -> None:
@@ -207,6 +208,7 @@ def _entries(
     entries = []
     node = ""  # the node started last: the one a node_ended ends
     node_at: float | None = None
+    open_node = False  # whether that node has not ended yet
     paused_at: float | None = None
     for first in range(0, len(events), LOG_SLOTS):
         kind, at, carried = events[first : first + LOG_SLOTS]
@@ -218,11 +220,12 @@ def _entries(
         if kind == "turn_started":
             entry["message"] = carried
         elif kind == "node_started":
-            node, node_at = carried, at
+            node, node_at, open_node = carried, at, True
             entry.update(node=node, node_type=node_type(node))
         elif kind == "node_ended":
             seconds = None if node_at is None else at - node_at
             entry.update(node=node, exit_route=carried, seconds=seconds)
+            open_node = False
         elif kind == "generation":
             at_node, model, prompt_tokens, tokens, first_token, seconds, error = carried
             entry.update(
@@ -246,6 +249,12 @@ def _entries(
         elif kind == "paused":
             paused_at = at
             at_node, pending_exit, pending_target, timeout_ms, calls, awaits = carried
+            if open_node and at_node == node:  # the node that paused ended here, by this exit
+                seconds = None if node_at is None else at - node_at
+                ended = {"turn_id": turn_id, "kind": "node_ended", "at": entry["at"]}
+                ended.update(node=node, exit_route=pending_exit, seconds=seconds)
+                entries.append(ended)
+                open_node = False
             entry.update(
                 node=at_node,
                 pending_exit=pending_exit,

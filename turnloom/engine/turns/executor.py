@@ -44,6 +44,9 @@ _STATUS_OF_STATE = {
     TurnState.CANCELLED: TurnStatus.CANCELLED,
     TurnState.PAUSE_TIMED_OUT: TurnStatus.PAUSE_TIMED_OUT,
 }
+#: What a turn's log says of its final status: the status's value, looked up here rather than
+#: read through the enum's `value` descriptor (two Python-level calls) at every turn's end.
+_LOGGED_STATUS = {state: status.value for state, status in _STATUS_OF_STATE.items()}
 
 
 def start(agent: TurnOwner, turn: Turn, inline: bool = False) -> None:
@@ -182,7 +185,9 @@ def _after_node(
     stops here (the turn paused, or was ended from a callback while the node ran)."""
     if turn.state is not TurnState.RUNNING:
         return None
-    if (events := turn.log) is not None:
+    if (events := turn.log) is not None and not outcome.pauses:
+        # A node that pauses is ended in the log by its `paused` event, which carries the
+        # exit it took (its pending exit): one event fewer per pause.
         events += ("node_ended", agent.runtime.log_time(), outcome.exit_route)
     if hooks := agent.runtime.observers.node_ended:
         for hook in hooks:
@@ -417,7 +422,7 @@ def complete(agent: TurnOwner, turn: Turn, failure: BaseException | None = None)
         # leaves the garbage collector's lists at its first collection.
         code, message = result.error_code, result.error_message
         ended = (
-            status.value,
+            _LOGGED_STATUS[turn.state],
             text,
             turn.tokens,
             code,

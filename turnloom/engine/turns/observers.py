@@ -110,8 +110,10 @@ class TurnObserver:
     #: is told of a turn already open through `agent_added` (give it `turn.log = []` there).
     #: Each event is three items: its kind, its time on the engine clock (`Runtime.log_time`),
     #: and its values: "turn_started" the player's message; "node_started" the node;
-    #: "node_ended" the exit it took; "generation" (node, model, prompt tokens or None if not
-    #: counted, tokens, seconds to the first token or None, seconds, error or ""); "tool_call"
+    #: "node_ended" the exit it took (a node that pauses logs none: its "paused" event ends
+    #: it, with the exit it took as its pending exit); "generation" (node, model, prompt
+    #: tokens or None if not counted, tokens, seconds to the first token or None, seconds,
+    #: error or ""); "tool_call"
     #: (node, call id, tool, arguments JSON, disposition); "paused" (node, pending exit, its
     #: target, timeout ms, the pending call ids, awaits results); "resumed" (node, the node
     #: jumped to or "", the results sent back by call id or None); "turn_ended" (status value, text,

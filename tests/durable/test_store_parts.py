@@ -500,3 +500,48 @@ def test_the_head_is_packed_as_the_whole_document_whatever_changed_since_the_las
             same(heads, core)
             agent.resume()
             same(heads, core)
+
+
+def test_a_paused_turn_is_packed_as_the_whole_document_from_one_pause_to_the_next() -> None:
+    # The paused turn's entries that seldom change (from "steps" to the pause's "debug_index")
+    # are packed again only when one of them changed: two pauses in one turn (its pause count
+    # and number, its paused time, the node), the same pause in turn after turn, a pause with
+    # a deadline; a pause with pending calls and one with diagnostics are packed whole.
+    graph = (
+        tl.GraphDescription()
+        .add_node("first", tl.PauseParams(default_exit="second"))
+        .add_node("second", tl.PauseParams(default_exit="answer", pause_timeout_ms=5000,
+                                           timeout_exit="answer"))
+        .add_node("answer", tl.GenerateParams(system_prompt="Mira"))
+        .set_start_node("first")
+        .set_default_model_name("mock")
+    )  # fmt: skip
+
+    def same(heads: HeadPacker, core: Any) -> None:
+        assert heads.pack(core, 3) == pack(head_document(core, 3))
+        turn = head_document(core, 3)["turn"]
+        assert heads.deadline == (turn["pause"]["deadline"] if turn else None)
+
+    clock = tl.VirtualClock()
+    with tl.Engine(scenario.model(), clock=clock, store=":memory:") as engine:
+        for options in ({}, {"enable_diagnostics": True}):
+            agent = engine.create_agent(graph, **options)
+            core, heads = agent._agent._core, HeadPacker()
+            for turn in range(3):
+                assert agent.send_message(f"turn {turn}").paused
+                same(heads, core)
+                same(heads, core)  # nothing changed: the packed pieces as they were
+                clock.advance(1.5)  # the turn's paused time, in the second pause's entries
+                assert agent.resume().paused
+                same(heads, core)
+                agent.resume()
+                same(heads, core)
+        agent = engine.create_agent(scenario.graph("await"))
+        core, heads = agent._agent._core, HeadPacker()
+        for turn in range(2):
+            step = agent.send_message(f"look {turn}")
+            assert step.pause is not None and step.pause.pending_calls
+            same(heads, core)
+            calls = step.pause.pending_calls
+            agent.resume(tool_results=[tl.ToolResult(c.call_id, "a lamp") for c in calls])
+            same(heads, core)

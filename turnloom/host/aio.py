@@ -126,8 +126,12 @@ class AsyncAgent(AsyncAgentAPI):
         turn = self._do("send_message", self._core.send_message, text, step, True)
         if step.done():  # the walk paused or ended inline
             return step.result()
+        # `_step`, inline (a durable agent's every rest waits here for its write).
         try:
-            return await _step(turn, step)
+            return await step
+        except asyncio.CancelledError:
+            turn.discard_waiter(step)
+            raise
         except Rejection as rejection:  # queued, then dropped: the agent was destroyed
             raise rejected("send_message", self._core.agent_id, rejection) from None
 
@@ -147,7 +151,12 @@ class AsyncAgent(AsyncAgentAPI):
         turn = self._do("resume", self._core.resume, resume_node, tool_results, step, True)
         if step.done():
             return step.result()
-        return await _step(turn, step)
+        # `_step`, inline (a durable agent's every rest waits here for its write).
+        try:
+            return await step
+        except asyncio.CancelledError:
+            turn.discard_waiter(step)
+            raise
 
     async def change_params(self, node_name: str, params: NodeParams | Mapping[str, Any]) -> None:
         """Change a node's mutable params (while idle or paused)."""

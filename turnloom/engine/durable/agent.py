@@ -28,7 +28,6 @@ soon as it has been written at a pause or a completion: a server's agent no sess
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -46,6 +45,10 @@ from .store.base import Store
 from .store.write_queue import WriteQueue, write_queue
 
 log = get_logger("turnloom.store")
+
+#: What a pause tells once its write is in (`DurableAgentCore.tell`): the turn, its pause's
+#: number, the `on_paused` arguments and the waiters to settle.
+_PausedTold = tuple[Turn, int, tuple[Any, ...], "list[asyncio.Future[Step]] | None"]
 
 
 class DurableAgentCore(AgentCore):
@@ -82,9 +85,10 @@ class DurableAgentCore(AgentCore):
         if writes is not None:
             writes.flush()
 
-    def _queue_write(self, then: Callable[[], None] | None) -> WriteQueue | None:
-        """Queue the agent's snapshot for the store's next grouped write, `then` to run once
-        it is in; the queue, or None if there is no store or the snapshot failed (logged)."""
+    def _queue_write(self, told: Any) -> WriteQueue | None:
+        """Queue the agent's snapshot for the store's next grouped write, `told` (see `tell`)
+        to be told once it is in; the queue, or None if there is no store or the snapshot
+        failed (logged)."""
         store = self.store
         if store is None:
             return None
@@ -100,13 +104,13 @@ class DurableAgentCore(AgentCore):
                 document, after = split_snapshot(self, self.stored_dialog, head)
                 # The paused turn's deadline as the head holds it (a completion's has none).
                 deadline = head.deadline if store.shared else None
-                writes.put(self.agent_id, document, deadline, self, after, then)
+                writes.put(self.agent_id, document, deadline, self, after, told)
             else:
                 deadline = None
                 if store.shared and self.turn.pause is not None:  # a completion's turn has none
                     deadline = pause_deadline(self.turn, absolute_offset(self.runtime.clock))
                 whole, self.packed_dialog = packed_snapshot(self, self.packed_dialog)
-                writes.put(self.agent_id, whole, deadline, self, None, then)
+                writes.put(self.agent_id, whole, deadline, self, None, told)
         except Exception:
             log.exception("store.write_failed", agent_id=self.agent_id)
             return None
@@ -121,6 +125,27 @@ class DurableAgentCore(AgentCore):
     def write_refused(self) -> None:
         """Its write was refused: another worker holds it now, and this copy ends."""
         self.runtime.lease_lost(self)
+
+    def tell(self, told: Any) -> None:
+        """Its write is in (or failed): tell the host what waited for it. `told` is what the
+        rest recorded, a tuple rather than a bound callable (one is made at every rest of
+        every durable agent): a pause's `(turn, pause_seq, args, waiters)` or a completion's
+        `(turn, result)`; or a callable (an event that came while the write was on its way);
+        or a list of those, in order."""
+        kind = told.__class__
+        if kind is tuple:
+            if len(told) == 2:
+                self._tell_completed(told)
+            else:
+                self._tell_paused(told)
+        elif kind is list:
+            for item in told:
+                try:
+                    self.tell(item)
+                except Exception:  # the next ones are still told
+                    log.exception("store.after_write_failed", agent_id=self.agent_id)
+        else:
+            told()
 
     def _flush(self) -> None:
         if self.writes is not None:
@@ -177,8 +202,7 @@ class DurableAgentCore(AgentCore):
             # The caller settles the turn's waiters right after this: they are settled after
             # the write instead (`_tell_paused`).
             waiters, turn.waiters = turn.waiters, None
-            tell = partial(self._tell_paused, turn, turn.pause_seq, args, waiters)
-            if self._queue_write(tell) is not None:
+            if self._queue_write((turn, turn.pause_seq, args, waiters)) is not None:
                 return
             turn.waiters = waiters
         else:
@@ -189,15 +213,10 @@ class DurableAgentCore(AgentCore):
                 return
         AgentCore.notify(self, method, *args)
 
-    def _tell_paused(
-        self,
-        turn: Turn,
-        seq: int,
-        args: tuple[Any, ...],
-        waiters: list[asyncio.Future[Step]] | None,
-    ) -> None:
+    def _tell_paused(self, told: _PausedTold) -> None:
         """The pause is stored: tell the host, then settle the waiters as the executor's
         `_pause` does (unless the host's callback resumed it at once: registered tools)."""
+        turn, seq, args, waiters = told
         # The step is made only for waiters: a server's turns have none (its frames tell).
         step = None
         if waiters:
@@ -225,9 +244,9 @@ class DurableAgentCore(AgentCore):
             self.dialog.append(turn.interaction)
         self.turn = Turn()
         self.last_result = result
-        tell = partial(self._tell_completed, turn, result)
-        if self._queue_write(tell) is None:
-            tell()
+        told = (turn, result)
+        if self._queue_write(told) is None:
+            self._tell_completed(told)
         if self.queue:
             # The next waiting message starts now, as on an agent without a store: a message
             # sent before the completion is stored meets its turn, not an idle agent it would
@@ -235,7 +254,8 @@ class DurableAgentCore(AgentCore):
             # write (`notify`), and its snapshot (taken above) still holds the message.
             self.start_queued()
 
-    def _tell_completed(self, turn: Turn, result: TurnResult) -> None:
+    def _tell_completed(self, told: tuple[Turn, TurnResult]) -> None:
+        turn, result = told
         if self.release_at_rest:
             self.saved_at_rest()
         AgentCore.notify(self, "on_answer_text", result.text, False, True)

@@ -86,18 +86,6 @@ class StoredDialog:
         #: How many parts the store holds: the sealed ones, and the tail if there is one.
         self.parts = len(sealed) + (1 if tail else 0)
 
-    def starts(self, dialog: list[Interaction]) -> bool:
-        """Whether `dialog` is the stored one, grown at its end or not at all. The agent's
-        dialog only ever grows (a completed turn's interaction is appended, and nothing changes
-        a kept turn); a new list (a restore) or a shorter one is not the stored one."""
-        count = self.count
-        return (
-            dialog is self.dialog
-            and len(dialog) >= count
-            and dialog[count - 1] is self.last
-            and len(self.last.messages) == self.last_size
-        )
-
 
 def split_snapshot(
     agent: AgentCore, stored: StoredDialog | None, head: HeadPacker
@@ -109,7 +97,17 @@ def split_snapshot(
     dialog = agent.dialog
     if not dialog:
         return SplitWrite(head.pack(agent, [])), None
-    if stored is not None and stored.starts(dialog):
+    # Whether `dialog` is the stored one, grown at its end or not at all (checked inline: this
+    # runs at every rest of every durable agent). The agent's dialog only ever grows (a
+    # completed turn's interaction is appended, and nothing changes a kept turn); a new list (a
+    # restore) or a shorter one is not the stored one.
+    if (
+        stored is not None
+        and dialog is stored.dialog
+        and len(dialog) >= stored.count
+        and dialog[stored.count - 1] is stored.last
+        and len(stored.last.messages) == stored.last_size
+    ):
         joined = len(dialog) - stored.count
         if not joined:  # nothing joined since: the head alone
             cut = head.pack(agent, stored.parts, True)
@@ -171,8 +169,14 @@ def split_snapshot(
 
 def _interaction(interaction: Interaction) -> tuple[int, bytes]:
     """One interaction's messages: how many, and packed back to back."""
-    messages = dialog_to_messages((interaction,), copied=False)
-    return len(messages), _packed_body(messages)
+    if interaction.pinned:
+        messages = dialog_to_messages((interaction,), copied=False)
+        return len(messages), _packed_body(messages)
+    # `dialog_to_messages` of one unpinned interaction, inline (at every completion of every
+    # durable agent): its user message, then its own; packed in one call, the header cut off.
+    flat = [{"role": "user", "content": interaction.user_message}, *interaction.messages]
+    count = len(flat)
+    return count, _PACKER.pack(flat)[1 if count < 16 else 3 if count < 0x10000 else 5 :]
 
 
 def _sealed(interactions: list[Interaction]) -> tuple[int, int, bytes]:

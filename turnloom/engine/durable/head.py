@@ -8,22 +8,24 @@ Byte for byte `snapshot.pack(snapshot.head_document(...))`: the entries and thei
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from ..graph.builder import CompiledGraph
+from ..support.clock import VirtualClock
 from ..turns.results import TurnResult
 from .snapshot import (
     _constant,
     _latest,
     _paused_turn,
     _settled,
-    now_and_offset,
 )
 
 if TYPE_CHECKING:
     from ..turns.agent import AgentCore
+    from ..turns.turn import Turn
 
 _PACKER = msgpack.Packer(use_bin_type=True)
 
@@ -37,7 +39,8 @@ class HeadPacker:
     packed again only for another graph or other tags), the settled ones (`_settled`: packed
     again when one of them may have changed: options, call counter, last result, or an agent
     whose params, node state or random source are in use, which are checked no further), and
-    the latest ones (`_latest`), packed every time. An agent whose params, node state and
+    the latest ones (`_latest`), packed every time (a paused turn's from pieces, most of which
+    stay as they were from one pause to the next: `_turn`). An agent whose params, node state and
     random source are not in use (most) has its settled entries put together from pieces
     packed once (its options) and the two that change (the call counter, the last result).
     Byte for byte `pack(head_document(...))`."""
@@ -50,6 +53,8 @@ class HeadPacker:
         "_key",
         "_options",
         "_options_key",
+        "_paused",
+        "_paused_key",
         "_result",
         "_settled",
         "_tags",
@@ -73,6 +78,10 @@ class HeadPacker:
         self._clock = b""
         #: The map's header of a head with the three usual latest entries.
         self._header = b""
+        #: The paused turn's entries that seldom change from one pause to the next (`_turn`),
+        #: packed, and what they were packed from.
+        self._paused_key: tuple[Any, ...] | None = None
+        self._paused = b""
         #: The deadline of the paused turn in the head packed last, in absolute time (None:
         #: not paused, or no timeout): what a shared store indexes (`snapshot.pause_deadline`).
         self.deadline: float | None = None
@@ -111,15 +120,16 @@ class HeadPacker:
             return b"".join((header, constant, self._settled, _PACKER.pack(latest)[1:]))
         # Every pause's and completion's write, as a rule: `_latest`'s three entries (when,
         # the paused turn, the dialog) from packed pieces.
-        now, offset = now_and_offset(agent.runtime)
+        # `now_and_offset`, inline: one reading of the clock for "saved_at" and the pause.
+        runtime = agent.runtime
+        now = runtime.log_time()
+        offset = 0.0 if isinstance(runtime.clock, VirtualClock) else time.time() - now
         header, settled, saved_at = self._header, self._settled, _PACKER.pack(now + offset)
         turn = agent.turn
         if turn.pause is None:
             at, paused, self.deadline = _AT_REST, b"", None
         else:
-            document = _paused_turn(turn, offset)
-            self.deadline = document["pause"]["deadline"]
-            at, paused = _TURN, _PACKER.pack(document)
+            at, paused = _TURN, self._turn(turn, offset)
         return b"".join(
             (
                 header,
@@ -131,6 +141,58 @@ class HeadPacker:
                 paused,
                 _DIALOG,
                 _PACKER.pack(dialog),
+            )
+        )
+
+    def _turn(self, turn: Turn, offset: float) -> bytes:
+        """The paused turn (`snapshot._paused_turn`) packed, and `deadline` set. Of a turn with
+        no reply parts, diagnostics or pending calls (a Pause node's, as a rule) from pieces:
+        its entries from "steps" to the pause's "debug_index" are the same from one pause to
+        the next as a rule (a new turn's first pause at the same node), and packed again only
+        when one of them changed; the others (the turn's id, its message, its messages, when
+        the pause began and its deadline) are packed every time."""
+        pause = turn.pause
+        assert pause is not None
+        info = pause.info
+        if turn.reply_parts or turn.debug_nodes is not None or info.pending_calls:
+            document = _paused_turn(turn, offset)
+            self.deadline = document["pause"]["deadline"]
+            return _PACKER.pack(document)
+        timeout_ms = info.timeout_ms
+        # Plain values only (no list that may change in place): compared, not copied.
+        key = (
+            turn.steps,
+            turn.tokens,
+            turn.pause_count,
+            turn.pause_seq,
+            turn.paused_duration,
+            info.node_name,
+            info.pending_exit,
+            info.pending_target,
+            timeout_ms,
+            info.awaits_results,
+            pause.timeout_target,
+            pause.debug_index,
+        )
+        if key != self._paused_key:
+            self._paused = _unchanging_paused(key)
+            self._paused_key = key
+        started = pause.started_at
+        # `snapshot.pause_deadline`, inline: this runs at every pause of every durable agent.
+        deadline = self.deadline = started + timeout_ms / 1000 + offset if timeout_ms else None
+        interaction = turn.interaction
+        return b"".join(
+            (
+                _PAUSED_HEADER,
+                _PACKER.pack(
+                    {
+                        "turn_id": turn.turn_id,
+                        "user_message": interaction.user_message,
+                        "messages": interaction.messages,
+                    }
+                )[1:],
+                self._paused,
+                _PACKER.pack({"paused_at": started + offset, "deadline": deadline})[1:],
             )
         )
 
@@ -168,6 +230,44 @@ _TURN = _PACKER.pack("turn")
 _AT_REST = _TURN + _NONE  # "turn": null, an idle agent's
 _DIALOG = _PACKER.pack("dialog")
 
+
+def _unchanging_paused(key: tuple[Any, ...]) -> bytes:
+    """The entries of a paused turn (`snapshot._paused_turn`) from "steps" to the pause's
+    "debug_index", packed back to back, from `HeadPacker._turn`'s key (no reply parts,
+    diagnostics or pending calls)."""
+    steps, tokens, count, seq, duration, node, route, target, timeout_ms, awaits, to, index = key
+    entries = {
+        "steps": steps,
+        "tokens": tokens,
+        "reply_parts": [],
+        "debug_nodes": None,
+        "pause_count": count,
+        "pause_seq": seq,
+        "paused_duration_s": duration,
+    }
+    pause = {
+        "node_name": node,
+        "pending_exit": route,
+        "pending_target": target,
+        "timeout_ms": timeout_ms,
+        "awaits_results": awaits,
+        "pending_calls": [],
+        "timeout_target": to,
+        "debug_index": index,
+    }
+    return b"".join(
+        (
+            _PACKER.pack(entries)[1:],
+            _PAUSE,
+            _PACKER.pack_map_header(len(pause) + 2),  # and "paused_at", "deadline"
+            _PACKER.pack(pause)[1:],
+        )
+    )
+
+
+#: A paused turn's map header (`snapshot._paused_turn`: eleven entries) and its "pause" key.
+_PAUSED_HEADER = _PACKER.pack_map_header(11)
+_PAUSE = _PACKER.pack("pause")
 
 #: How many entries `_settled` has.
 _SETTLED = 7

@@ -14,6 +14,10 @@ agent (its `Writer`) hears whether its write is in (a write that only carries wh
 holds the agent then runs the writer's `write_refused` first; a write that fails is logged
 (`store.write_failed`) and what waited runs all the same, as when each write was its own.
 
+What waits for a write is the writer's own record of what to tell (`Writer.tell`: for a
+durable agent, the pause or the completion it has yet to report), handed back to it once the
+group is in: one call per write, no callback object made per write.
+
 Where a group is written: on the loop, at once, unless the store's writes spend their time
 waiting rather than computing (an fsync at every commit, a Redis across the network): then a
 large group is written by a thread of its own while the loop goes on (`OFF_LOOP_FROM`,
@@ -22,8 +26,8 @@ itself when the write is a few hundred microseconds of CPU (SQLite in WAL mode, 
 Redis): two thread switches, the GIL taken back after every step of the write, and replies
 held back until the group is in while the loop has nothing else to do.
 
-This runs at every rest of every durable agent, so it allocates one record per write and
-calls nothing it need not.
+This runs at every rest of every durable agent, so a write's record is a plain list (no
+object with an `__init__` to run) and nothing is called that need not be.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from operator import attrgetter
+from functools import partial
 from typing import Any, Protocol
 
 from ...support.logs import get_logger
@@ -78,25 +82,15 @@ class Writer(Protocol):
     def write_refused(self) -> None:
         """Its write was refused: another worker holds the agent now."""
 
+    def tell(self, told: Any) -> None:
+        """Its write is in (or failed, or was refused): run what waited for it, `told`: what
+        `put` was given, or an action `then` was, or a list of those in order."""
 
-class _Queued:
-    __slots__ = ("agent_id", "deadline", "document", "kept", "then", "writer")
 
-    def __init__(
-        self,
-        agent_id: int,
-        document: bytes | SplitWrite,
-        deadline: float | None,
-        writer: Writer,
-        kept: Any,
-        then: list[Callable[[], None]],
-    ) -> None:
-        self.agent_id = agent_id
-        self.document = document
-        self.deadline = deadline
-        self.writer = writer
-        self.kept = kept
-        self.then = then
+# A queued write's record, a list (made at every rest of every durable agent): the write as the
+# store takes it (agent id, snapshot, deadline), its writer, what the writer keeps once it is in,
+# and what waits for it (the writer's `told` record; a list once `then` added callables).
+_AS_STORED, _WRITER, _KEPT, _TOLD = range(4)
 
 
 class WriteQueue:
@@ -114,9 +108,9 @@ class WriteQueue:
         self.store = store
         self.loop = loop
         #: The writes waiting, by agent id.
-        self.pending: dict[int, _Queued] = {}
+        self.pending: dict[int, list[Any]] = {}
         #: The group being written off the loop (empty when none is).
-        self.flying: dict[int, _Queued] = {}
+        self.flying: dict[int, list[Any]] = {}
         self._flight: Future[Collection[int]] | None = None
         self._thread: ThreadPoolExecutor | None = None
         self._flush_scheduled = False
@@ -133,20 +127,25 @@ class WriteQueue:
         deadline: float | None,
         writer: Writer,
         kept: Any = None,
-        then: Callable[[], None] | None = None,
+        told: Any = None,
     ) -> None:
         """Queue the agent's snapshot (replacing one it queued before) for the next flush; the
-        `writer` is told how it went (with `kept`), then `then` runs once it is written."""
+        `writer` is told how it went (with `kept`), then given `told` back (`Writer.tell`) once
+        it is written (`told` None: nothing waits)."""
         queued = self.pending.get(agent_id)
         if queued is not None:
-            queued.document, queued.deadline = document, deadline
-            queued.writer, queued.kept = writer, kept
-            if then is not None:
-                queued.then.append(then)
+            waited = queued[_TOLD]
+            if waited is not None and queued[_WRITER] is not writer:
+                # Another object for the same agent (one restored in its place): what waited
+                # is the first one's to run.
+                waited = partial(queued[_WRITER].tell, waited)
+            queued[_AS_STORED] = (agent_id, document, deadline)
+            queued[_WRITER], queued[_KEPT] = writer, kept
+            if told is not None:
+                waited = told if waited is None else _joined(waited, told)
+            queued[_TOLD] = waited
             return
-        self.pending[agent_id] = _Queued(
-            agent_id, document, deadline, writer, kept, [] if then is None else [then]
-        )
+        self.pending[agent_id] = [(agent_id, document, deadline), writer, kept, told]
         if not self._flush_scheduled and self._flight is None:
             self._flush_scheduled = True
             self.loop.call_soon(self._scheduled_flush)
@@ -157,7 +156,8 @@ class WriteQueue:
         queued = self.pending.get(agent_id) or self.flying.get(agent_id)
         if queued is None:
             return False
-        queued.then.append(action)
+        waited = queued[_TOLD]
+        queued[_TOLD] = action if waited is None else _joined(waited, action)
         return True
 
     def holds(self, agent_id: int) -> bool:
@@ -187,7 +187,7 @@ class WriteQueue:
         if not self.pending:
             return
         batch, self.pending = self.pending, {}
-        writes = list(map(_WRITE, batch.values()))
+        writes = [queued[_AS_STORED] for queued in batch.values()]
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="turnloom-store")
         self.flying = batch
@@ -221,7 +221,7 @@ class WriteQueue:
         # Taken whole first: what runs after the write may queue again (a registered tool that
         # resumes a pause at once), and that goes to the next flush.
         batch, self.pending = self.pending, {}
-        writes = list(map(_WRITE, batch.values()))
+        writes = [queued[_AS_STORED] for queued in batch.values()]
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             refused = self.store.save_many(writes)
@@ -242,35 +242,50 @@ class WriteQueue:
 
     @staticmethod
     def _told(
-        batch: dict[int, _Queued], refused: Collection[int], error: BaseException | None
+        batch: dict[int, list[Any]], refused: Collection[int], error: BaseException | None
     ) -> None:
         """Tell the writers of a written group how it went (the ids `refused`, or the write
-        failed with `error`), then run what waited for each."""
+        failed with `error`), then hand each what waited for its write."""
         items = batch.values()
         # Every agent learns what its store holds before anything runs that may write again
         # (a callback that makes another agent pause, and so flush, at once).
         if error is None and not refused:  # every write is in: most groups
-            for item in items:
-                item.writer.write_done(item.kept, True)
-        else:
-            if error is not None:
-                log.error("store.write_failed", agent_ids=list(batch), exc_info=error)
-            refused = set(refused)
-            for item in items:
-                item.writer.write_done(item.kept, error is None and item.agent_id not in refused)
-            for item in items:
-                if item.agent_id in refused:
-                    item.then.insert(0, item.writer.write_refused)
-        for item in items:
-            for action in item.then:
+            for queued in items:
+                queued[_WRITER].write_done(queued[_KEPT], True)
+            for queued in items:
+                told = queued[_TOLD]
+                if told is not None:
+                    try:
+                        queued[_WRITER].tell(told)
+                    except Exception:  # one agent's failure must not keep the others' hosts waiting
+                        log.exception("store.after_write_failed", agent_id=queued[_AS_STORED][0])
+            return
+        if error is not None:
+            log.error("store.write_failed", agent_ids=list(batch), exc_info=error)
+        refused = set(refused)
+        for agent_id, queued in batch.items():
+            queued[_WRITER].write_done(queued[_KEPT], error is None and agent_id not in refused)
+        for agent_id, queued in batch.items():
+            writer = queued[_WRITER]
+            if agent_id in refused:
                 try:
-                    action()
-                except Exception:  # one agent's failure must not keep the others' hosts waiting
-                    log.exception("store.after_write_failed", agent_id=item.agent_id)
+                    writer.write_refused()
+                except Exception:
+                    log.exception("store.after_write_failed", agent_id=agent_id)
+            told = queued[_TOLD]
+            if told is not None:
+                try:
+                    writer.tell(told)
+                except Exception:
+                    log.exception("store.after_write_failed", agent_id=agent_id)
 
 
-#: A queued write as the store takes it: (agent id, snapshot, deadline).
-_WRITE = attrgetter("agent_id", "document", "deadline")
+def _joined(waited: Any, more: Any) -> list[Any]:
+    """What waits for a write, `more` after `waited`: a list of what `Writer.tell` is given."""
+    if waited.__class__ is list:
+        waited.append(more)
+        return waited
+    return [waited, more]
 
 
 def _outcome(flight: Future[Collection[int]]) -> tuple[Collection[int], BaseException | None]:

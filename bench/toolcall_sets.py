@@ -327,6 +327,7 @@ APOTHECARY = load_set(_DATA / "apothecary_sealed.json", _JUDGED)
 FERRYMAN = load_set(_DATA / "ferryman_sealed.json", _JUDGED)
 LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
+PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json")
 
 SETS = {
     s.name: s
@@ -343,5 +344,6 @@ SETS = {
         FERRYMAN,
         LIGHTHOUSE,
         MINE,
+        PLAYHOUSE,
     )
 }

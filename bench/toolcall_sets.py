@@ -32,10 +32,14 @@ the tools' words ("the north door looks old") to catch a model that matches word
   sha256 c1755f4e2a37b531ffb6be17e7fa04fcc0219d765dd522b65db487c9b7e4cb7a): written and
   frozen as a sealed set by someone who had not read how decisions are scored, before the work
   it judged (lines of several sentences, verbless orders, on/off booleans, names), judged once
-  at the end of it, a development set since like the four above. A set written with it
-  (`data/playhouse_sealed.json`, a stage manager; sha256
-  cc8bc1ad641c5c4513eeb6324427fbb13b6bdefb33d9f489e528663947ef326d) is kept sealed, unread and
-  unrun, for the next judgement; it is listed here once judged.
+  at the end of it, a development set since like the four above.
+- **playhouse** (`data/playhouse_sealed.json`, 54 lines, 6 tools, a theatre's stage manager;
+  sha256 cc8bc1ad641c5c4513eeb6324427fbb13b6bdefb33d9f489e528663947ef326d): written with
+  mine by the same hand, kept sealed through the next round of tuning, judged once at its end,
+  a development set since like the five above.
+- A set written after that one (`data/stables_sealed.json`, a coaching inn's stable master;
+  sha256 44d723e2c168f190df1bfd3b5e9e8a97ebe18b5f30480f5e1010046e9868039b) is kept sealed,
+  unread and unrun, for the next judgement; it is listed here once judged.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -327,7 +331,7 @@ APOTHECARY = load_set(_DATA / "apothecary_sealed.json", _JUDGED)
 FERRYMAN = load_set(_DATA / "ferryman_sealed.json", _JUDGED)
 LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
-PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json")
+PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

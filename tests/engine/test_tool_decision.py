@@ -1162,3 +1162,122 @@ def test_a_correction_that_names_a_flag_sets_it() -> None:
         {"person": "Ruth", "urgent": True},
         {"person": "Ruth", "urgent": False},
     ]
+
+
+SET_FLAG = tl.ToolDefinition(
+    name="set_flag",
+    description="Raise or lower the banner on the keep.",
+    parameters=[
+        tl.ToolParamDefinition("up", "boolean", "true to raise the banner, false to lower it.")
+    ],
+)
+
+
+def test_a_boolean_reads_raising_and_lowering_as_sides() -> None:
+    raise_, lower = "raise the banner", "lower it"
+    for line in ("Haul the banner down, the king has left.", "Drop the banner now."):
+        assert sw.polar_words(lower, line) > sw.polar_words(raise_, line), line
+    for line in ("Banner up!", "Hoist it again."):
+        assert sw.polar_words(raise_, line) > sw.polar_words(lower, line), line
+    # After "the", a word that lowers is a thing, not its side: no lead either way.
+    said = "Fetch the lower banner."
+    assert sw.polar_words(lower, said) == sw.polar_words(raise_, said)
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(tools=[SET_FLAG]), "Haul the banner down.")["calls"]
+    assert call.arguments == {"up": False}
+
+
+MINUTES = tl.ToolParamDefinition("minutes", "integer", "For how many minutes.")
+
+
+def test_numbers_read_spans_of_time_in_minutes() -> None:
+    for line, minutes in (
+        ("Hold the coach a quarter of an hour.", [15]),
+        ("Wait half an hour for the mayor.", [30]),
+        ("Keep the gate shut for an hour and a half.", [90]),
+        ("Give them two and a half hours.", [150]),
+        ("Three quarters of an hour, no more.", [45]),
+        ("Two hours, please.", [120]),
+        ("Twenty five minutes.", [25]),
+        ("Boil the 3 eggs for 10 minutes.", [10]),  # how long, not how many eggs
+    ):
+        assert sv.numbers(line, MINUTES) == minutes, line
+    assert sv.numbers("Two hours, please.", COUNT) == [2]  # not counted in minutes
+
+
+STAND_IN = tl.ToolDefinition(
+    "send_stand_in",
+    "Send a stand-in to play a part tonight.",
+    [tl.ToolParamDefinition("part", "string", "The part the stand-in plays.")],
+)
+
+
+def _parts(line: str, earlier: tuple[object, ...] = ()) -> list[str]:
+    avoid = frozenset({"send", "stand", "stand-in", "in", "part", "parts"})
+    fill = sa._Fill("", "", ")", line, avoid, False, earlier)
+    return sa._string_values(fill, STAND_IN.parameters[0])
+
+
+def test_a_reason_clause_holds_no_value() -> None:
+    values = _parts("Send a stand-in for Lord Ashby, Tobin broke his wrist.")
+    assert "Lord Ashby" in values
+    assert not {"Tobin", "broke", "wrist", "Tobin broke"} & set(values)
+    values = _parts("A stand-in for the ferryman, quick, he's gone home ill.")
+    assert "ferryman" in values and not {"home", "ill", "gone home"} & set(values)
+    # A message may be the clause: "we're ready" is what to say.
+    note = tl.ToolParamDefinition("message", "string", "The message.")
+    fill = sa._Fill("", "", ")", "Tell the captain, we're ready to sail.", frozenset(), False)
+    assert any("ready" in v for v in sa._string_values(fill, note))
+
+
+def test_a_capitalised_word_after_an_article_or_possessive_is_a_title() -> None:
+    assert _parts("Brennan has a fever. Find someone for the Miller.") == ["Miller"]
+    assert _parts("Our Jester's ill again. Is anyone free?") == ["Jester"]
+    assert not sa._titled("Carry the crates to the Mill.", "Mill")  # where, not what
+    assert not sa._titled("Fetch the King's crown.", "King")  # an owner, not the thing
+    assert sa._titled("Our Jester's gone home.", "Jester")  # 's for "has"
+    assert not sa._titled("The Miller is ill.", "The Miller")  # opens the sentence
+
+
+PARTS_SENT = [
+    {"role": "user", "content": "Send a stand-in for the Miller."},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+     "function": {"name": "send_stand_in", "arguments": {"part": "Miller"}}}]},
+    {"role": "tool", "tool_call_id": "c0", "name": "send_stand_in", "content": "ok"},
+]  # fmt: skip
+
+
+def test_same_for_another_repeats_the_last_call_with_it() -> None:
+    # Talk by the request step, but "Same for X" after a call asks for that call with X.
+    scorer = FixedRequest(-2.0)
+    graph = graph_of(
+        ("detect", node(tools=[STAND_IN, SET_FLAG])),
+        ("answer", tl.CannedResponseParams(lines=["done"])),
+    )
+    calls: list[tl.ToolCallEvent] = []
+    with tl.Engine(scorer) as engine:
+        agent = engine.create_agent(graph, dialog=PARTS_SENT)
+        agent.set_on_tool_call_event(calls.append)
+        agent.send_message("Same for the Jester, he's gone home sick.")
+        agent.send_message("Same to you!")  # a wish returned, not a repeat
+    assert [(c.tool_name, c.arguments) for c in calls] == [("send_stand_in", {"part": "Jester"})]
+    assert "Jester" in _parts("Same for the Jester.", ("Miller",))
+
+
+def test_telling_where_one_will_be_asks_for_nothing() -> None:
+    scorer = ScoringMock("mock", script=["unused"])  # hears "I'll be in my room." as a request
+
+    def margin(line: str) -> float:
+        return asyncio.run(sr.request_margin(scorer, line, after_call=True))
+
+    assert margin("Lovely, thanks. I'll be in my room.") < 0
+    assert margin("Cheers! We'll be out back by the well.") < 0
+    # An order beside it still asks; so does a line that is only that (read as it is).
+    assert margin("I'll be in my room. Send up some soup.") > 0
+    assert margin("I'll be in my room.") > 0
+
+
+def test_what_the_speaker_wants_after_a_comma_is_no_reason() -> None:
+    dress = tl.ToolParamDefinition("item", "string", "What to show.")
+    fill = sa._Fill("", "", ")", "Hi Marta, I'd like the blue dress.", frozenset(), False)
+    assert "blue dress" in sa._string_values(fill, dress)

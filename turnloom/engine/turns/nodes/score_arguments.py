@@ -12,7 +12,8 @@ choice's prompt) are not needed here.
   a boolean gains from the words of its description's phrase for each value the line has
   ("true to light it, false to put it out"), any word that lights, opens or starts
   something matching another such word, and any that puts out, closes or stops something
-  another ("Douse the lamp" says "put it out": `score_words.polar_words`); and a flag of
+  another ("Douse the lamp" says "put it out": `score_words.polar_words`), as any word
+  that raises matches another, and any that lowers ("Bring the curtain down"); and a flag of
   urgency ("true if it cannot wait") from how urgent the line sounds
   (`score_calibration.urgency_margin`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
@@ -32,13 +33,17 @@ choice's prompt) are not needed here.
   for more of the same ("And two more for Rosa's crew.") has only that value for an object,
   as has a correction ("Actually, make it urgent, he's hurt his leg.") that names no other
   after "make it" (and a flag it names is set: "make it urgent"); a proper name of several
-  capitalised words ("the Widow's Seam") is taken whole by an object or a place; what the
-  line turns down ("the oak chest, not the pine one") is no value.
+  capitalised words ("the Widow's Seam") is taken whole by an object or a place, and so is a
+  capitalised word after an article or a possessive ("the Prince", "our Gravedigger"); what
+  the line turns down ("the oak chest, not the pine one") is no value, nor, for an object,
+  what a reason clause says ("..., Ilsa sprained her ankle."); "Same for X" after a call
+  gives X, not whom it is for.
 - **Enums** are chosen among the values the line names, as written or in words
   ("storm_warning": "the storm warning"), not among those it turns down ("the south bank,
   not the north"), else among all.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
-  dozen", "both", "two hundred and fifty"; for a count of days, "a week" or "two weeks"),
+  dozen", "both", "two hundred and fifty"; for a count of days, "a week" or "two weeks";
+  for one of minutes, "a quarter of an hour", "an hour and a half"),
   not those it turns down ("four, not five"); else 1 if it says "a" or
   "another", else the value an earlier call gave, else 1. A count the line does not say at
   all (no number, no "a", no earlier call) is listed as unread.
@@ -117,6 +122,32 @@ _BOOLEAN_PHRASES = re.compile(
 )
 #: A correction of the last call: "Actually, make it urgent", "Make that the blue one".
 _CORRECTION = re.compile(r"\bmake (?:it|that)\s+([^,.;:!?]*)", re.IGNORECASE)
+#: A clause that gives a reason after an order: a comma (or "because"), then its own subject,
+#: someone else, and verb ("..., Ilsa sprained her ankle.", "..., he's gone home sick.",
+#: "because it's late"), to the sentence's end. Its words say why, not what: no value is in
+#: it. What the speaker says of themselves may be the request ("Hi Marta, I'd like the blue
+#: dress").
+_REASON = re.compile(
+    r"(?:,\s*|\bbecause\s+|\bsince\s+)"
+    r"(?:(?:he|she|it|they|there|somebody|someone|everyone|everybody|nobody)(?:'\w+)?\b"
+    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z]))[^.;!?]*"
+)
+#: A line that does again what the last call did for another ("Same for the Gravedigger.",
+#: "The same for Hollis."): what follows "for" is the argument, not whom it is for.
+SAME_FOR = re.compile(r"\b(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)
+#: An "'s" after a value, the word after it and the one after that.
+_OWNED = re.compile(r"'s\s+(?P<next>[\w'-]+)(?:\s+(?P<then>[\w'-]+))?")
+#: Words that follow an "'s" standing for "is" or "has", never a thing owned: adverbs,
+#: particles, articles and the participles of "be", "get" and "go".
+_AFTER_IS = frozenset(
+    WORD.findall(
+        "not still just always never already again too so very here there off out away back in "
+        "on at up down over a an the been got gone now today tonight"
+    )
+)
+#: Words that open a noun phrase, after which a capitalised word is a title or a thing's name
+#: ("the Prince", "our Gravedigger"): a person's name takes none.
+_TITLE_OPENERS = r"(?:the|my|our|your|his|her|their)"
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
@@ -330,6 +361,10 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     # Nor what it turns down: "the oak chest, not the pine one".
     asked = unnegated(fill.line)
     found = [v for v in found if v in asked] or found
+    # Nor, for an object, what a reason clause says ("Call the understudy for Lady Morwen,
+    # Ilsa sprained her ankle."): a message may be one ("Tell her, we're ready").
+    if not _is_message(param, _MESSAGE):
+        found = [v for v in found if not _in_reason(fill.line, v)] or found
     # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
     # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
     kept = [v for v in fill.earlier if isinstance(v, str) and v]
@@ -341,7 +376,9 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     # What an earlier call gave is kept only when the line names nothing itself, but whom
     # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
     # Sal the same." pays Sal.
-    named = [v for v in found if not _for_whom(fill.line, v)]
+    # "Same for X" does it again for X: X is the value ("Same for the Gravedigger.").
+    same = SAME_FOR.search(fill.line) is not None
+    named = found if same else [v for v in found if not _for_whom(fill.line, v)]
     earlier = [] if named else [v for v in fill.earlier if isinstance(v, str) and v]
     # More of the same is more of an earlier object, not of whom it is for: "And two more for
     # Rosa's crew." hands out the pickaxes again; a person or a name is that one ("Do the
@@ -366,6 +403,10 @@ def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
     # Port Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
     if not _is_message(param, _MESSAGE) and not takes_person(param):
         found = [v for v in found if _proper(fill.line, v)] or found
+        # So does a capitalised word after an article or a possessive, a title or a name
+        # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
+        # where the thing goes ("to the Mill").
+        found = [v for v in found if _titled(fill.line, v)] or found
     # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
     # in "her sister ship".
     if _is_name(param):
@@ -401,6 +442,40 @@ def _proper(line: str, value: str) -> bool:
     if len(WORD.findall(value)) < 2 or not _capitalised(line, value):
         return False
     return re.search(rf"\b(?:for|to)\s+(?:the\s+)?{re.escape(value)}", line, re.I) is None
+
+
+def _titled(line: str, value: str) -> bool:
+    """Whether `value` is a title or a thing's name in `line`: capitalised, opening no
+    sentence, after an article or a possessive ("the Prince", "Our Gravedigger's drunk"), not
+    after "to" ("to the Mill": where, not what)."""
+    if not _capitalised(line, value):
+        return False
+    said = rf"(?<!\bto\s)\b(?i:{_TITLE_OPENERS})\s+{re.escape(value)}(?![\w-])(?P<after>.*)"
+    found = re.search(said, line)
+    if found is None:
+        return False
+    # An owner is not the thing: "the King's crown" is a crown; "Our Gravedigger's drunk
+    # again" is the Gravedigger ('s for "is").
+    owned = _OWNED.match(found["after"])
+    return owned is None or _is_said_of(owned["next"], owned["then"] or "")
+
+
+def _is_said_of(word: str, then: str) -> bool:
+    """Whether the word after an "'s" (`word`, then `then`) says something of its owner ("is"
+    or "has": "'s drunk again", "'s gone", "'s not here"), not what it owns ("'s crown"): a
+    word of a closed class (`_AFTER_IS`), a participle or an adverb by its ending, or one an
+    adverb of time follows."""
+    low = word.lower()
+    ending = len(low) > 4 and low.endswith(("ed", "ing", "ly", "en"))
+    return low in _AFTER_IS or ending or then.lower() in _AFTER_IS
+
+
+def _in_reason(line: str, value: str) -> bool:
+    """Whether every place `line` says `value` lies in a clause giving a reason (`_REASON`:
+    "..., Ilsa sprained her ankle.")."""
+    clauses = [(m.start(), m.end()) for m in _REASON.finditer(line)]
+    places = [m.start() for m in re.finditer(re.escape(value), line)]
+    return bool(places) and all(any(a <= at < b for a, b in clauses) for at in places)
 
 
 def _addressed(line: str, value: str) -> bool:

@@ -94,6 +94,9 @@ _LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "
 _ASKS_FOR = re.compile(r"\b(?:could|can|would|will|may|might|shall)\b", re.IGNORECASE)
 #: A line that goes on from the last one: "And two more.", "Oh, and a rake too.", "Also...".
 _GOES_ON = re.compile(r"\W*(?:oh\W+)?(?:and|also|plus)\b", re.IGNORECASE)
+#: A line that does the last call again for another: "Same for the Gravedigger.", "The same
+#: again for table four." (not "Same to you!").
+_SAME = re.compile(r"\W*(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)
 #: A question tagged on an order ("Assay this lump, would you?"): the line is the order.
 _TAG = re.compile(
     r",\s*(?:would|could|will|can|won't)\s+(?:you|ya)(?:\s+please)?\s*\?\s*$", re.IGNORECASE
@@ -173,6 +176,10 @@ async def decide_by_score(
     # sister ship right behind, the Sea Swallow.").
     ordered = ordered or (last_call is not None and _GOES_ON.match(line) is not None)
     requested = asks > 0 or (not question and asks > -SURE and ordered)
+    # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
+    # again, however much its reason reads as news.
+    same = last_call is not None and _SAME.match(line) is not None
+    requested = requested or same
     if _LEAVES.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
         requested = False
     # A question that asks to be told something ("How many berths are there?"), not for
@@ -185,12 +192,13 @@ async def decide_by_score(
     counted = counted_words(tools, line)
     named = [w + c for w, c in zip(shared_words(tools, line), counted, strict=True)]
     names = [tool.name for tool in tools]
-    if requested and last_call in names and (not any(named) or _more_of(tools, line)):
+    if requested and last_call in names and (not any(named) or same or _more_of(tools, line)):
         # A request right after a call that names no tool follows that call up ("And four
         # more.", "Now put it out again."): the same tool, its arguments read anew; so does
         # one that asks for more of it, whatever it says that is for ("And two more for
         # Rosa's crew.": "crew" is no word of what to do).
-        chosen, lead = names.index(last_call), asks
+        # "Same for..." says it in words: as sure as a sure request, whatever the step read.
+        chosen, lead = names.index(last_call), max(asks, SURE) if same else asks
     else:
         labels = _labels(tools)
         choices = [f" {label}\n" for label in labels]

@@ -282,8 +282,13 @@ async def request_margin(
     """How far `line` lies on the request side of its kind's boundary, in nats (<= 0: talk);
     `after_call`: the NPC has just called a tool (the line may follow that request up)."""
     boundaries = await _boundaries(backend, agent_id)
-    whole = await _margin(backend, boundaries, line, agent_id, after_call)
     said = sentences(line)
+    # A sentence telling where the speaker will be ("I'll be in my dressing room.") asks for
+    # nothing: the line is read without it ("Great, thanks." is talk), unless it is all.
+    kept = [s for s in said if not _WHERE_ONE_WILL_BE.match(s)]
+    if kept and len(kept) < len(said):
+        line, said = " ".join(kept), kept
+    whole = await _margin(backend, boundaries, line, agent_id, after_call)
     if whole >= SURE or len(said) < 2:
         return whole
     # A line of several sentences asks for something if one of them does: "The fog's thick
@@ -311,6 +316,15 @@ async def _margin(
 
 #: Where one sentence ends and the next starts: a closing mark, then space.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+#: A sentence that tells where the speaker will be: "I'll be in my dressing room.", "We will be
+#: out back.", "I'm going to be at the bar."
+_WHERE_ONE_WILL_BE = re.compile(
+    r"\W*(?:i|we)(?:'ll|\s+will|'m\s+going\s+to|'re\s+going\s+to)\s+be\s+(?:in|at|on|by|out|"
+    r"over|up|down|back|upstairs|downstairs|outside|inside|around|off|away|home|near)\b",
+    re.IGNORECASE,
+)
 
 
 def sentences(line: str) -> list[str]:

@@ -94,6 +94,25 @@ _ORDINALS = {
 _ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+#: Spans of time in minutes: "a quarter of an hour" is 15 of an argument counted in minutes.
+_MINUTES: dict[str, float] = {"minute": 1, "hour": 60}
+#: A number a span of time is counted in: digits, "a", "an" or a number word.
+_SPAN_NUMBER = r"(?P<count>\d+(?:\.\d+)?|an?|[a-z]+-[a-z]+|" + "|".join(_NUMBER_WORDS) + ")"
+#: "a quarter of an hour", "three quarters of an hour", "half an hour", "half a minute".
+_FRACTION = (
+    r"\b(?:(?P<quarters>a|one|three|\d+)\s+quarters?\s+of|(?P<half>half))\s+(?:a|an)\s+"
+    r"(?P<unit>{units})s?\b"
+)
+_TENS_AND_UNITS = re.compile(
+    r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\s+"
+    r"(one|two|three|four|five|six|seven|eight|nine)\b",
+    re.IGNORECASE,
+)
+#: "two hours", "an hour and a half", "two and a half hours", "90 minutes".
+_SPAN = (
+    rf"\b{_SPAN_NUMBER}\s+(?P<inner>and\s+a\s+half\s+)?(?P<unit>{{units}})s?\b"
+    r"(?P<outer>\s+and\s+a\s+half)?"
+)
 #: Words a noun phrase starts with ("some willow bark"), and words that end a description
 #: of a noun before it ("a book about dragons"): `widened`.
 DETERMINERS = frozenset(
@@ -319,9 +338,14 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
 def numbers(line: str, param: ToolParamDefinition) -> list[object]:
     """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
     "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
-    nights, spans of time: "a week" is 7, "two weeks" 14) without repeats. None: see `_fill` (a
+    nights, spans of time: "a week" is 7, "two weeks" 14; for one of minutes, "a quarter of
+    an hour" is 15, "an hour and a half" 90) without repeats. None: see `_fill` (a
     count the player does not say is one, "a dagger"; one the player says is no other)."""
     integer = param.type == "integer"
+    if "minute" in f"{param.name} {param.description}".lower():
+        spans = _spans_of_time(line, _MINUTES)
+        if spans:  # how long, as for days below
+            return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
     in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
     words: list[str] = []
     scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
@@ -386,6 +410,30 @@ def unnegated(line: str) -> str:
     """`line` without what it turns down ("Send it to four, not five." -> "Send it to four,
     ."): the values an argument is chosen among are those it asks for."""
     return _NEGATED.sub("", line)
+
+
+def _spans_of_time(line: str, units: dict[str, float]) -> list[float]:
+    """The spans of time `line` says in `units` (the number of the argument's unit in each
+    unit of time it knows), in the line's order: "a quarter of an hour" is 15 minutes, "half
+    an hour" 30, "an hour and a half" 90, "two hours" 120, "ten minutes" 10."""
+    found: list[tuple[int, float]] = []
+    line = _TENS_AND_UNITS.sub(r"\1-\2", line)  # "twenty five minutes" is twenty-five
+    rest = line
+    named = "|".join(units)
+    for fraction in re.finditer(_FRACTION.format(units=named), line, re.IGNORECASE):
+        unit = fraction["unit"].lower()
+        quarters = fraction["quarters"]
+        share = 0.5 if fraction["half"] else 0.25 * (_plain(quarters) or 1.0)
+        found.append((fraction.start(), share * units[unit]))
+        rest = rest[: fraction.start()] + " " * len(fraction[0]) + rest[fraction.end() :]
+    for span in re.finditer(_SPAN.format(units=named), rest, re.IGNORECASE):
+        unit = span["unit"].lower()
+        count = _plain(span["count"])
+        if count is None:
+            continue
+        half = 0.5 if span["inner"] or span["outer"] else 0.0
+        found.append((span.start(), (count + half) * units[unit]))
+    return [value for _, value in sorted(found)]
 
 
 def _plain(word: str) -> float | None:

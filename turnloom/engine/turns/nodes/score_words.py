@@ -119,6 +119,17 @@ _GOING_STEMS = frozenset(
 _STOPPED_STEMS = frozenset(
     _STEMMER.stemWords(words("off out douse extinguish snuff quench shut close stop halt disable"))
 )
+#: Words that raise something and words that lower it, the other pair of sides ("true to raise
+#: the curtain, false to lower it": "Bring the curtain down" lowers it, "Curtain up!" raises it).
+_RAISED, _LOWERED = "<raised>", "<lowered>"
+_RAISED_STEMS = frozenset(_STEMMER.stemWords(words("up raise rise lift hoist")))
+_LOWERED_STEMS = frozenset(_STEMMER.stemWords(words("down lower drop")))
+_SIDES = {
+    **dict.fromkeys(_GOING_STEMS, _GOING),
+    **dict.fromkeys(_STOPPED_STEMS, _STOPPED),
+    **dict.fromkeys(_RAISED_STEMS, _RAISED),
+    **dict.fromkeys(_LOWERED_STEMS, _LOWERED),
+}
 #: Words that open a phrase of where or with what a tool acts ("across on the ferry", "to
 #: boats"); punctuation, "and" or "or" end it.
 _SETTING_OPENERS = frozenset(
@@ -316,13 +327,14 @@ def polar_words(phrase: str, line: str) -> int:
     """How many words of a boolean's `phrase` ("light it", "put it out") `line` has, as
     `phrase_words` counts them, where any word that lights, opens or starts something matches
     any other such word, and any that puts out, closes or stops something any other: "Douse
-    the lamp" and "Turn the lamp off" say "put it out". Such a word after a determiner is the
-    thing, not what is done to it: "Douse the light" says "light it" by one word only, and
-    "put it out" by its side. A side counts twice: it is what tells the two values apart,
-    where the rest may be said of either ("Turn the lamp off" says "turn it on" but for its
-    side)."""
+    the lamp" and "Turn the lamp off" say "put it out"; so, for a pair of its own, do words
+    that raise and words that lower ("Bring the curtain down" says "lower it"). Such a word
+    after a determiner is the thing, not what is done to it: "Douse the light" says "light
+    it" by one word only, and "put it out" by its side. A side counts twice: it is what tells
+    the two values apart, where the rest may be said of either ("Turn the lamp off" says "turn
+    it on" but for its side)."""
     shared = _polar_stems(phrase) & _polar_stems(line)
-    return len(shared) + len(shared & {_GOING, _STOPPED})
+    return len(shared) + len(shared & {_GOING, _STOPPED, _RAISED, _LOWERED})
 
 
 def _polar_stems(text: str) -> set[str]:
@@ -331,7 +343,7 @@ def _polar_stems(text: str) -> set[str]:
     for i, word in enumerate(said):
         found |= _stems(word, _POLAR)
         stem = _STEMMER.stemWord(word.lower())
-        side = _GOING if stem in _GOING_STEMS else _STOPPED if stem in _STOPPED_STEMS else ""
+        side = _SIDES.get(stem, "")
         if not side:
             continue
         before = said[i - 1].lower() if i else ""

@@ -1281,3 +1281,15 @@ def test_what_the_speaker_wants_after_a_comma_is_no_reason() -> None:
     dress = tl.ToolParamDefinition("item", "string", "What to show.")
     fill = sa._Fill("", "", ")", "Hi Marta, I'd like the blue dress.", frozenset(), False)
     assert "blue dress" in sa._string_values(fill, dress)
+
+
+def test_and_after_a_call_naming_no_tool_follows_it_up_when_unsure() -> None:
+    graph = graph_of(("detect", node()), ("answer", tl.CannedResponseParams(lines=["done"])))
+    calls: list[tl.ToolCallEvent] = []
+    for margin in (-0.2, -2.0):  # unsure talk, then sure talk
+        with tl.Engine(FixedRequest(margin)) as engine:
+            agent = engine.create_agent(graph, dialog=APPLES_GIVEN)
+            agent.set_on_tool_call_event(calls.append)
+            agent.send_message("And the pears as well.")
+    assert [c.tool_name for c in calls] == ["give_item"]
+    assert "pears" in calls[0].arguments["item"]

@@ -174,7 +174,8 @@ async def decide_by_score(
     ordered = opens_with_verb(tools, line) or counts_in_units(tools, line)
     # Right after a call, a line that goes on with "And..." adds to that request ("And her
     # sister ship right behind, the Sea Swallow.").
-    ordered = ordered or (last_call is not None and _GOES_ON.match(line) is not None)
+    goes_on = last_call is not None and _GOES_ON.match(line) is not None
+    ordered = ordered or goes_on
     requested = asks > 0 or (not question and asks > -SURE and ordered)
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
@@ -197,8 +198,9 @@ async def decide_by_score(
         # more.", "Now put it out again."): the same tool, its arguments read anew; so does
         # one that asks for more of it, whatever it says that is for ("And two more for
         # Rosa's crew.": "crew" is no word of what to do).
-        # "Same for..." says it in words: as sure as a sure request, whatever the step read.
-        chosen, lead = names.index(last_call), max(asks, SURE) if same else asks
+        # "Same for..." and "And..." say it in words: as sure as a sure request, whatever the
+        # step read within `SURE` of its boundary ("And the crown as well." after a prop).
+        chosen, lead = names.index(last_call), max(asks, SURE) if same or goes_on else asks
     else:
         labels = _labels(tools)
         choices = [f" {label}\n" for label in labels]

@@ -332,6 +332,7 @@ FERRYMAN = load_set(_DATA / "ferryman_sealed.json", _JUDGED)
 LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
+STABLES = load_set(_DATA / "stables_sealed.json")
 
 SETS = {
     s.name: s
@@ -349,5 +350,6 @@ SETS = {
         LIGHTHOUSE,
         MINE,
         PLAYHOUSE,
+        STABLES,
     )
 }

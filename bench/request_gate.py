@@ -1,7 +1,7 @@
 """The request/talk step of the `score` decision alone, on labelled lines of its own.
 
 Whether a player's line asks for something at all is the first step of the ToolCall node's
-`score` decision (`turnloom.engine.turns.nodes.score_request`): talk calls no tool. This scores
+`score` decision (`turnloom.engine.turns.nodes.score.request`): talk calls no tool. This scores
 the lines of `data/request_dev.json` (requests and talk from places none of the prompt sets
 use, and lines said right after a call; the step's development lines, tuned on) on the
 embedded default model in three ways, one line at a time in turn, so a burst of load hits them
@@ -9,7 +9,7 @@ alike:
 
 - **short alone**: the short prompt's answer only (what the step did before the second prompt);
 - **default**: the step as shipped, the long prompt asked too where the short one is not sure
-  (within `score_request.SURE` nats of its boundary), the two averaged;
+  (within `score.request.SURE` nats of its boundary), the two averaged;
 - **both always**: both prompts for every line, averaged.
 
 For each: lines right (request above the boundary, talk below), per kind of line (statement,
@@ -43,7 +43,7 @@ CONFIGS = (("short alone", 0.0), ("default", None), ("both always", math.inf))
 
 
 async def _run(model: Any, lines: list[dict[str, Any]], verbose: bool) -> dict[str, Any]:
-    from turnloom.engine.turns.nodes import score_request as sr
+    from turnloom.engine.turns.nodes.score import request as sr
 
     shipped = sr.SURE
     results: dict[str, dict[str, Any]] = {
@@ -91,7 +91,7 @@ def main() -> None:
     args = parser.parse_args()
     quiet_logging()
     import turnloom as tl
-    from turnloom.engine.turns.nodes.score_request import line_kind
+    from turnloom.engine.turns.nodes.score.request import line_kind
 
     doc = json.loads(_DATA.read_text(encoding="utf-8"))
     lines = doc["lines"]

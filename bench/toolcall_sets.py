@@ -90,7 +90,7 @@ def _call(line: str, tool: str, **arguments: Any) -> Case:
 
 
 def _enum(description: str, values: tuple[str, ...]) -> str:
-    """A string argument's description that declares its values (see `score_decision`)."""
+    """A string argument's description that declares its values (see `nodes.score.decision`)."""
     return f"{description}, one of: {', '.join(values)}."
 
 

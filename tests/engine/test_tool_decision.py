@@ -15,12 +15,15 @@ import pytest
 
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
-from turnloom.engine.turns.nodes import score_arguments as sa
-from turnloom.engine.turns.nodes import score_calibration as sc
-from turnloom.engine.turns.nodes import score_decision as td
-from turnloom.engine.turns.nodes import score_request as sr
-from turnloom.engine.turns.nodes import score_values as sv
-from turnloom.engine.turns.nodes import score_words as sw
+from turnloom.engine.turns.nodes.score import arguments as sa
+from turnloom.engine.turns.nodes.score import calibration as sc
+from turnloom.engine.turns.nodes.score import decision as td
+from turnloom.engine.turns.nodes.score import numbers as sn
+from turnloom.engine.turns.nodes.score import request as sr
+from turnloom.engine.turns.nodes.score import sentences as sse
+from turnloom.engine.turns.nodes.score import strings as ss
+from turnloom.engine.turns.nodes.score import values as sv
+from turnloom.engine.turns.nodes.score import words as sw
 
 D = tl.ToolCallDisposition
 
@@ -241,9 +244,9 @@ DAYS = tl.ToolParamDefinition("days", "integer", "For how many days.")
 
 
 def test_numbers_enums_and_labels() -> None:
-    assert sv.numbers("give me two, no 5 of them", COUNT) == [5, 2]
-    assert sv.numbers("2.5 pints", tl.ToolParamDefinition("pints", "number")) == [2.5]
-    assert sv.numbers("a dagger", COUNT) == []  # nothing said: `_fill` decides
+    assert sn.numbers("give me two, no 5 of them", COUNT) == [5, 2]
+    assert sn.numbers("2.5 pints", tl.ToolParamDefinition("pints", "number")) == [2.5]
+    assert sn.numbers("a dagger", COUNT) == []  # nothing said: `_fill` decides
     assert td.enum_values(MOVE.parameters[0]) == ("north", "south", "east")
     assert td.enum_values(GIVE.parameters[0]) == ()
     talk = tl.ToolDefinition(name="talk", description="Talk.")
@@ -266,27 +269,27 @@ def test_examples_show_the_tools_in_both_orders_and_remarks_ask_nothing() -> Non
 
 
 def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
-    assert sv.numbers("Hammer out a dozen nails", COUNT) == [12]
-    assert sv.numbers("two pairs of boots", COUNT) == [4]
-    assert sv.numbers("a horse for two weeks", DAYS) == [14]
-    assert sv.numbers("a horse for two weeks", COUNT) == [2]  # not a count of days
-    assert sv.numbers("Lend me a horse for a day", DAYS) == [1]
-    assert sv.numbers("three horses for a week", DAYS) == [7]  # how long, not how many
-    assert sv.numbers("forty arrows", COUNT) == [40]
-    assert sv.numbers("twenty-five arrows", COUNT) == sv.numbers("twenty five arrows", COUNT)
-    assert sv.numbers("twenty five arrows", COUNT) == [25]
-    assert sv.numbers("a horse for forty two days", DAYS) == [42]
-    assert sv.numbers("Half a dozen candles", COUNT) == [6]
+    assert sn.numbers("Hammer out a dozen nails", COUNT) == [12]
+    assert sn.numbers("two pairs of boots", COUNT) == [4]
+    assert sn.numbers("a horse for two weeks", DAYS) == [14]
+    assert sn.numbers("a horse for two weeks", COUNT) == [2]  # not a count of days
+    assert sn.numbers("Lend me a horse for a day", DAYS) == [1]
+    assert sn.numbers("three horses for a week", DAYS) == [7]  # how long, not how many
+    assert sn.numbers("forty arrows", COUNT) == [40]
+    assert sn.numbers("twenty-five arrows", COUNT) == sn.numbers("twenty five arrows", COUNT)
+    assert sn.numbers("twenty five arrows", COUNT) == [25]
+    assert sn.numbers("a horse for forty two days", DAYS) == [42]
+    assert sn.numbers("Half a dozen candles", COUNT) == [6]
 
 
 def test_numbers_read_ordinals_after_the_counts() -> None:
     level = tl.ToolParamDefinition("level", "integer", "Which level.")
-    assert sv.numbers("Send the cage to the fifth level", level) == [5]
-    assert sv.numbers("the 9th level, please", level) == [9]
-    assert sv.numbers("up to the twenty-first floor", level) == [21]
+    assert sn.numbers("Send the cage to the fifth level", level) == [5]
+    assert sn.numbers("the 9th level, please", level) == [9]
+    assert sn.numbers("up to the twenty-first floor", level) == [21]
     # A count said outright comes first: the ordinal says which, not how many.
-    assert sv.numbers("the second crate: three coils", COUNT) == [3, 2]
-    assert sv.numbers("the 3rd cellar", level) == [3]
+    assert sn.numbers("the second crate: three coils", COUNT) == [3, 2]
+    assert sn.numbers("the 3rd cellar", level) == [3]
 
 
 def test_a_count_the_line_does_not_say_is_one_and_flagged_unread() -> None:
@@ -366,14 +369,14 @@ def test_the_decision_reads_the_recent_dialog_and_earlier_values() -> None:
 
 def test_a_message_is_the_clause_after_its_verb_not_the_recipient() -> None:
     text = tl.ToolParamDefinition("text", "string", "What the letter says.")
-    fill = sa._Fill("", "", ")", "Write to my sister that I arrived safely.",
+    fill = ss.Fill("", "", ")", "Write to my sister that I arrived safely.",
                     frozenset({"write"}), False, taken=frozenset({"sister"}))  # fmt: skip
-    values = sa._string_values(fill, text)
+    values = ss.string_values(fill, text)
     assert values[0] == "I arrived safely"
     assert not [v for v in values if "sister" in v]
     door = tl.ToolParamDefinition("door", "string", "Which door.")
-    long = sa._Fill("", "", ")", "Open the big old heavy iron door", frozenset({"open"}), False)
-    assert max(len(v.split()) for v in sa._string_values(long, door)) == 4  # a name is short
+    long = ss.Fill("", "", ")", "Open the big old heavy iron door", frozenset({"open"}), False)
+    assert max(len(v.split()) for v in ss.string_values(long, door)) == 4  # a name is short
 
 
 def test_a_possessive_offers_its_owner_and_a_counted_noun_is_a_whole_word() -> None:
@@ -382,10 +385,10 @@ def test_a_possessive_offers_its_owner_and_a_counted_noun_is_a_whole_word() -> N
     assert not [v for v in found if v.endswith("'s")]
     assert "mayor's account" in sv.spans("Put it on the mayor's account", frozenset(), False)
     item = tl.ToolParamDefinition("item", "string", "The item.")
-    haggle = sa._Fill("", "", ")", "Can you go down to 5 gold for the torch?",
+    haggle = ss.Fill("", "", ")", "Can you go down to 5 gold for the torch?",
                       frozenset({"haggle", "gold"}), True)  # fmt: skip
     # "gold" follows the number, but "go" is not "gold": every span stays a candidate.
-    assert "torch" in sa._string_values(haggle, item)
+    assert "torch" in ss.string_values(haggle, item)
 
 
 def test_a_chosen_span_takes_the_words_describing_it_back_to_its_determiner() -> None:
@@ -405,21 +408,21 @@ def test_a_chosen_span_takes_the_words_describing_it_back_to_its_determiner() ->
 def test_a_span_right_before_the_arguments_name_is_its_value() -> None:
     locker = tl.ToolParamDefinition("locker", "string", "What to open, e.g. 'rope locker'.")
     line = "Unlock the galley locker, the cook needs his knives."
-    fill = sa._Fill("", "", ")", line, frozenset({"unlock", "locker", "open"}), False)
-    assert sa._string_values(fill, locker) == ["galley"]
+    fill = ss.Fill("", "", ")", line, frozenset({"unlock", "locker", "open"}), False)
+    assert ss.string_values(fill, locker) == ["galley"]
     door = tl.ToolParamDefinition("door", "string", "Which door.")
-    fill = sa._Fill("", "", ")", "Open the cellar, not the doors", frozenset({"open"}), False)
-    assert "cellar" in sa._string_values(fill, door)  # nothing right before "door": all
+    fill = ss.Fill("", "", ")", "Open the cellar, not the doors", frozenset({"open"}), False)
+    assert "cellar" in ss.string_values(fill, door)  # nothing right before "door": all
 
 
 def test_an_earlier_value_is_kept_only_when_the_line_names_nothing() -> None:
     who = tl.ToolParamDefinition("sailor", "string", "Who is paid.")
-    fill = sa._Fill("", "", ")", "And pay Sal the same.", frozenset({"pay"}), True, ("Jonah",))
-    assert sa._string_values(fill, who) == ["Sal"]
-    again = sa._Fill("", "", ")", "And two more.", frozenset(), True, ("ale",))
-    assert "ale" in sa._string_values(again, who)
-    friend = sa._Fill("", "", ")", "And two more for my friend.", frozenset(), True, ("ale",))
-    assert "ale" in sa._string_values(friend, who)  # whom it is for names no drink
+    fill = ss.Fill("", "", ")", "And pay Sal the same.", frozenset({"pay"}), True, ("Jonah",))
+    assert ss.string_values(fill, who) == ["Sal"]
+    again = ss.Fill("", "", ")", "And two more.", frozenset(), True, ("ale",))
+    assert "ale" in ss.string_values(again, who)
+    friend = ss.Fill("", "", ")", "And two more for my friend.", frozenset(), True, ("ale",))
+    assert "ale" in ss.string_values(friend, who)  # whom it is for names no drink
 
 
 def test_a_says_one_even_after_a_call_that_gave_more() -> None:
@@ -840,12 +843,12 @@ def test_an_object_described_by_what_takes_its_describing_words_and_a_count_is_n
 
 
 def test_thanks_closing_an_order_leaves_it_an_order() -> None:
-    assert sr.without_thanks("Turn the great lamp off, thanks.") == "Turn the great lamp off."
-    assert sr.without_thanks("Two more, cheers!") == "Two more!"
-    assert sr.without_thanks("Could you saddle her, thank you?") == "Could you saddle her?"
+    assert sse.without_thanks("Turn the great lamp off, thanks.") == "Turn the great lamp off."
+    assert sse.without_thanks("Two more, cheers!") == "Two more!"
+    assert sse.without_thanks("Could you saddle her, thank you?") == "Could you saddle her?"
     # Only thanks, thanks first, or thanks not closing the line: as it is.
     for line in ("Thank you kindly.", "Thanks, Oskar, here's your coin.", "No, thanks anyway."):
-        assert sr.without_thanks(line) == line
+        assert sse.without_thanks(line) == line
     # The scripted scorer hears talk in any line with "thanks" in it, as the model leans to.
     scorer = ScoringMock("mock", script=["unused"])
     out = run(scorer, node(), "Give me 2 apples, thanks.")
@@ -858,11 +861,11 @@ def test_thanks_closing_an_order_leaves_it_an_order() -> None:
 
 
 def test_an_order_after_a_sentence_of_news_is_a_request() -> None:
-    assert sr.sentences("Hello, Oskar! Busy day on the river?") == [
+    assert sse.sentences("Hello, Oskar! Busy day on the river?") == [
         "Hello, Oskar!",
         "Busy day on the river?",
     ]
-    assert sr.sentences("Light it, thanks.") == ["Light it, thanks."]
+    assert sse.sentences("Light it, thanks.") == ["Light it, thanks."]
     # The scripted scorer hears talk in a line with "lovely" in it: the whole line is talk,
     # its last sentence a request.
     scorer = ScoringMock("mock", script=["unused"])
@@ -904,14 +907,14 @@ def test_a_boolean_reads_which_side_a_line_says_in_any_words() -> None:
 def test_whom_a_message_is_for_is_a_name_not_a_message() -> None:
     recipient = tl.ToolParamDefinition("recipient", "string", "Who the message is for.")
     message = tl.ToolParamDefinition("message", "string", "What the message says.")
-    assert not sa._is_message(recipient)
-    assert sa._is_message(message)
+    assert not ss.is_message(recipient)
+    assert ss.is_message(message)
     line = "Send word to my sister Ella in Port Hollin that the lens has arrived."
-    fill = sa._Fill("", "", ", ", line, frozenset({"send"}), False)
-    names = sa._string_values(fill, recipient)
+    fill = ss.Fill("", "", ", ", line, frozenset({"send"}), False)
+    names = ss.string_values(fill, recipient)
     assert max(len(v.split()) for v in names) <= 4  # a name is short
     assert "the lens has arrived" not in names  # the clause is the message's
-    assert sa._string_values(fill, message)[0] == "the lens has arrived"
+    assert ss.string_values(fill, message)[0] == "the lens has arrived"
 
 
 def test_an_unsure_line_that_goes_on_with_and_after_a_call_is_a_request() -> None:
@@ -950,23 +953,23 @@ def test_a_ships_name_says_nothing_of_the_tool() -> None:
 def test_the_one_a_line_is_said_to_is_not_a_value() -> None:
     customer = tl.ToolParamDefinition("customer", "string", "Whose tab.")
     line = "Put it on my tab, Ilse. Name's Gerrit, that's six silver."
-    fill = sa._Fill("", "", ", ", line, frozenset({"put", "tab", "customer", "silver"}), True)
-    values = sa._string_values(fill, customer)
+    fill = ss.Fill("", "", ", ", line, frozenset({"put", "tab", "customer", "silver"}), True)
+    values = ss.string_values(fill, customer)
     assert "Ilse" not in values and "Gerrit" in values
-    assert sa._addressed("Two more, Hilda!", "Hilda")
-    assert not sa._addressed("Tell Hilda, then.", "Hilda")
+    assert ss._addressed("Two more, Hilda!", "Hilda")
+    assert not ss._addressed("Tell Hilda, then.", "Hilda")
 
 
 def test_a_things_name_is_a_capitalised_span() -> None:
     ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
     line = "And her sister ship right behind, the Sea Swallow."
-    fill = sa._Fill("", "", ")", line, frozenset({"log", "ship", "ships"}), False)
+    fill = ss.Fill("", "", ")", line, frozenset({"log", "ship", "ships"}), False)
     # Not "sister", though it comes right before the argument's own name, nor a word of it.
-    assert sa._string_values(fill, ship) == ["Sea Swallow"]
-    assert not sa._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
+    assert ss.string_values(fill, ship) == ["Sea Swallow"]
+    assert not ss._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
     # A person is no thing's name: a player may call her "the doctor".
     who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
-    assert sa._is_name(ship) and not sa._is_name(who)
+    assert ss._is_name(ship) and not ss._is_name(who)
 
 
 def test_what_a_count_counts_is_the_object_even_described_as_what() -> None:
@@ -978,14 +981,14 @@ def test_what_a_count_counts_is_the_object_even_described_as_what() -> None:
     # An object described as what ("What to hand out") is no message: of a line that counts
     # something, the values are what the count counts, not the words before it.
     item = tl.ToolParamDefinition("item", "string", "What to hand out, e.g. 'pickaxe'.")
-    fill = sa._Fill("", "", ")", "We're short on rope down there. Two coils, please.",
+    fill = ss.Fill("", "", ")", "We're short on rope down there. Two coils, please.",
                     frozenset({"issue", "gear", "item", "count"}), True)  # fmt: skip
-    assert sa._string_values(fill, item) == ["coils"]
+    assert ss.string_values(fill, item) == ["coils"]
     # A message keeps its clauses: what it says is not what a number counts.
     note = tl.ToolParamDefinition("note", "string", "What the note says.")
-    fill = sa._Fill("", "", ")", "Send a note that two wagons are late",
+    fill = ss.Fill("", "", ")", "Send a note that two wagons are late",
                     frozenset({"send", "note", "count"}), True)  # fmt: skip
-    assert sa._string_values(fill, note)[0] == "two wagons are late"
+    assert ss.string_values(fill, note)[0] == "two wagons are late"
 
 
 DIG = tl.ToolDefinition(
@@ -1002,14 +1005,14 @@ def test_a_proper_name_of_several_words_is_taken_whole() -> None:
         ("This chunk came out of Miller's Hollow yesterday, any good?", "Miller's Hollow"),
         ("Test this lump from the Black Pit for gold.", "Black Pit"),
     ):
-        assert sa._string_values(sa._Fill("", "", ")", line, avoid, False), seam) == [name]
+        assert ss.string_values(ss.Fill("", "", ")", line, avoid, False), seam) == [name]
     # Not a name said after "for" or "to" (whom or where it goes), nor for a person.
     line = "Carry these crates to Willow Island."
     cargo = tl.ToolParamDefinition("cargo", "string", "The goods to carry.")
-    assert "crates" in sa._string_values(sa._Fill("", "", ")", line, frozenset(), False), cargo)
+    assert "crates" in ss.string_values(ss.Fill("", "", ")", line, frozenset(), False), cargo)
     who = tl.ToolParamDefinition("recipient", "string", "Who the note is for.")
     line = "Send a note to my aunt Wilma in Fox Hollow."
-    assert "Wilma" in sa._string_values(sa._Fill("", "", ")", line, frozenset(), False), who)
+    assert "Wilma" in ss.string_values(ss.Fill("", "", ")", line, frozenset(), False), who)
     # A typographic apostrophe is the plain one.
     (call,) = run(ScoringMock("mock", script=["unused"]), node(tools=[DIG]),
                   "Assay this rock from Gray\u2019s Cut.")["calls"]  # fmt: skip
@@ -1019,12 +1022,12 @@ def test_a_proper_name_of_several_words_is_taken_whole() -> None:
 def test_an_object_is_not_whom_it_is_for() -> None:
     item = tl.ToolParamDefinition("item", "string", "What to hand out.")
     line = "And three more for Tomas's watch."
-    fill = sa._Fill("", "", ", ", line, frozenset({"give", "item", "count"}), True, ("lanterns",))
-    assert sa._string_values(fill, item) == ["lanterns"]
+    fill = ss.Fill("", "", ", ", line, frozenset({"give", "item", "count"}), True, ("lanterns",))
+    assert ss.string_values(fill, item) == ["lanterns"]
     # A person is whom it is for: "Do the same for Brenna." pays Brenna.
     sailor = tl.ToolParamDefinition("sailor", "string", "Who is paid.")
-    fill = sa._Fill("", "", ", ", "Do the same for Brenna.", frozenset({"pay"}), True, ("Olaf",))
-    assert "Brenna" in sa._string_values(fill, sailor)
+    fill = ss.Fill("", "", ", ", "Do the same for Brenna.", frozenset({"pay"}), True, ("Olaf",))
+    assert "Brenna" in ss.string_values(fill, sailor)
 
 
 def test_more_of_the_last_call_follows_it_up_whatever_it_is_for() -> None:
@@ -1065,17 +1068,17 @@ def test_what_a_line_turns_down_is_no_value() -> None:
     assert sv.unnegated("Level four, not five.") == "Level four, ."
     assert sv.unnegated("Three instead of two, but not today") == "Three , but "
     level = tl.ToolParamDefinition("level", "integer", "Which level.")
-    assert sv.numbers(sv.unnegated("Take me to level four, not five."), level) == [4]
-    assert sv.numbers("Light both lanterns.", level) == [2]
+    assert sn.numbers(sv.unnegated("Take me to level four, not five."), level) == [4]
+    assert sn.numbers("Light both lanterns.", level) == [2]
     scorer = ScoringMock("mock", script=["unused"])
     (call,) = run(scorer, node(), "Walk south, not north.")["calls"]
     assert call.arguments == {"direction": "south"}
     (call,) = run(scorer, node(), "Give me four pears, not five.")["calls"]
     assert call.arguments == {"item": "pears", "count": 4}
     box = tl.ToolParamDefinition("box", "string", "Which box.")
-    fill = sa._Fill("", "", ")", "Open the oak chest, not the pine crate.",
+    fill = ss.Fill("", "", ")", "Open the oak chest, not the pine crate.",
                     frozenset({"open", "box"}), False)  # fmt: skip
-    assert all("pine" not in v for v in sa._string_values(fill, box))
+    assert all("pine" not in v for v in ss.string_values(fill, box))
 
 
 def test_a_declared_value_is_read_as_words() -> None:
@@ -1101,25 +1104,25 @@ def test_a_declared_value_is_read_as_words() -> None:
 
 def test_numbers_read_hundreds_and_thousands() -> None:
     gold = tl.ToolParamDefinition("gold", "integer", "How much gold.")
-    assert sv.numbers("I'll give you two hundred gold.", gold) == [200]
-    assert sv.numbers("A hundred for the lot.", gold) == [100]
-    assert sv.numbers("Three hundred and fifty, final offer.", gold) == [350]
-    assert sv.numbers("2 thousand crowns", gold) == [2000]
-    assert sv.numbers("And fifty.", gold) == [50]
-    assert sv.numbers("5 apples and a hundred pears", gold) == [5, 100]
+    assert sn.numbers("I'll give you two hundred gold.", gold) == [200]
+    assert sn.numbers("A hundred for the lot.", gold) == [100]
+    assert sn.numbers("Three hundred and fifty, final offer.", gold) == [350]
+    assert sn.numbers("2 thousand crowns", gold) == [2000]
+    assert sn.numbers("And fifty.", gold) == [50]
+    assert sn.numbers("5 apples and a hundred pears", gold) == [5, 100]
 
 
 def test_a_correction_keeps_what_it_does_not_name() -> None:
     who = tl.ToolParamDefinition("person", "string", "Who to fetch.")
     avoid = frozenset({"fetch", "person", "urgent"})
     line = "Actually, make it urgent, my aunt's fallen down the stairs."
-    fill = sa._Fill("", "", ", ", line, avoid, False, ("Grete",))
-    assert sa._string_values(fill, who) == ["Grete"]  # not "aunt" of the reason
+    fill = ss.Fill("", "", ", ", line, avoid, False, ("Grete",))
+    assert ss.string_values(fill, who) == ["Grete"]  # not "aunt" of the reason
     line = "Make that the cooper, not the baker."
-    fill = sa._Fill("", "", ", ", line, avoid, False, ("Grete",))
-    assert sa._string_values(fill, who) == ["cooper"]
-    fill = sa._Fill("", "", ", ", "Fetch my aunt, she's fallen.", avoid, False, ("Grete",))
-    assert "aunt" in sa._string_values(fill, who)  # no correction: the line's own
+    fill = ss.Fill("", "", ", ", line, avoid, False, ("Grete",))
+    assert ss.string_values(fill, who) == ["cooper"]
+    fill = ss.Fill("", "", ", ", "Fetch my aunt, she's fallen.", avoid, False, ("Grete",))
+    assert "aunt" in ss.string_values(fill, who)  # no correction: the line's own
 
 
 class KeepsEarlier(ScoringMock):
@@ -1201,8 +1204,8 @@ def test_numbers_read_spans_of_time_in_minutes() -> None:
         ("Twenty five minutes.", [25]),
         ("Boil the 3 eggs for 10 minutes.", [10]),  # how long, not how many eggs
     ):
-        assert sv.numbers(line, MINUTES) == minutes, line
-    assert sv.numbers("Two hours, please.", COUNT) == [2]  # not counted in minutes
+        assert sn.numbers(line, MINUTES) == minutes, line
+    assert sn.numbers("Two hours, please.", COUNT) == [2]  # not counted in minutes
 
 
 STAND_IN = tl.ToolDefinition(
@@ -1214,8 +1217,8 @@ STAND_IN = tl.ToolDefinition(
 
 def _parts(line: str, earlier: tuple[object, ...] = ()) -> list[str]:
     avoid = frozenset({"send", "stand", "stand-in", "in", "part", "parts"})
-    fill = sa._Fill("", "", ")", line, avoid, False, earlier)
-    return sa._string_values(fill, STAND_IN.parameters[0])
+    fill = ss.Fill("", "", ")", line, avoid, False, earlier)
+    return ss.string_values(fill, STAND_IN.parameters[0])
 
 
 def test_a_reason_clause_holds_no_value() -> None:
@@ -1226,17 +1229,17 @@ def test_a_reason_clause_holds_no_value() -> None:
     assert "ferryman" in values and not {"home", "ill", "gone home"} & set(values)
     # A message may be the clause: "we're ready" is what to say.
     note = tl.ToolParamDefinition("message", "string", "The message.")
-    fill = sa._Fill("", "", ")", "Tell the captain, we're ready to sail.", frozenset(), False)
-    assert any("ready" in v for v in sa._string_values(fill, note))
+    fill = ss.Fill("", "", ")", "Tell the captain, we're ready to sail.", frozenset(), False)
+    assert any("ready" in v for v in ss.string_values(fill, note))
 
 
 def test_a_capitalised_word_after_an_article_or_possessive_is_a_title() -> None:
     assert _parts("Brennan has a fever. Find someone for the Miller.") == ["Miller"]
     assert _parts("Our Jester's ill again. Is anyone free?") == ["Jester"]
-    assert not sa._titled("Carry the crates to the Mill.", "Mill")  # where, not what
-    assert not sa._titled("Fetch the King's crown.", "King")  # an owner, not the thing
-    assert sa._titled("Our Jester's gone home.", "Jester")  # 's for "has"
-    assert not sa._titled("The Miller is ill.", "The Miller")  # opens the sentence
+    assert not ss._titled("Carry the crates to the Mill.", "Mill")  # where, not what
+    assert not ss._titled("Fetch the King's crown.", "King")  # an owner, not the thing
+    assert ss._titled("Our Jester's gone home.", "Jester")  # 's for "has"
+    assert not ss._titled("The Miller is ill.", "The Miller")  # opens the sentence
 
 
 PARTS_SENT = [
@@ -1279,8 +1282,8 @@ def test_telling_where_one_will_be_asks_for_nothing() -> None:
 
 def test_what_the_speaker_wants_after_a_comma_is_no_reason() -> None:
     dress = tl.ToolParamDefinition("item", "string", "What to show.")
-    fill = sa._Fill("", "", ")", "Hi Marta, I'd like the blue dress.", frozenset(), False)
-    assert "blue dress" in sa._string_values(fill, dress)
+    fill = ss.Fill("", "", ")", "Hi Marta, I'd like the blue dress.", frozenset(), False)
+    assert "blue dress" in ss.string_values(fill, dress)
 
 
 def test_and_after_a_call_naming_no_tool_follows_it_up_when_unsure() -> None:

@@ -138,12 +138,12 @@ def test_the_scorer_keeps_its_own_cached_prompt_while_agents_generate(
 
 
 def test_the_default_model_ships_its_request_boundaries_as_measured(model: tl.LlamaModel) -> None:
-    from turnloom.engine.turns.nodes import score_request as sr
+    from turnloom.engine.turns.nodes.score import request as sr
 
     shipped = model.measured(sr.MEASURED_AS)
     assert shipped is not None, (
         f"the catalog's default entry has no values under {sr.MEASURED_AS}: the request "
-        "prompt or its lines changed; measure them again (score_request.measure_boundaries)"
+        "prompt or its lines changed; measure them again (score.request.measure_boundaries)"
     )
     fresh = asyncio.run(sr.measure_boundaries(model))
     # A few hundredths of a nat move with what was cached before each scoring.
@@ -180,8 +180,8 @@ def test_a_count_of_things_calls_the_tool_that_hands_them_over(model: tl.LlamaMo
 def test_a_flag_of_urgency_reads_how_urgent_the_line_sounds(model: tl.LlamaModel) -> None:
     """Asked as ``urgent=``, the model hardly reads the line; asked how it would answer, it
     tells a cry for help from an errand for later."""
-    from turnloom.engine.turns.nodes.score_arguments import fill_arguments
-    from turnloom.engine.turns.nodes.score_calibration import is_urgency, urgency_margin
+    from turnloom.engine.turns.nodes.score.arguments import fill_arguments
+    from turnloom.engine.turns.nodes.score.calibration import is_urgency, urgency_margin
 
     send = tl.ToolDefinition(
         "send_runner",

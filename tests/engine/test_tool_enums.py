@@ -14,7 +14,7 @@ import turnloom as tl
 from turnloom.engine.graph.params import MAX_ENUM_VALUES
 from turnloom.engine.inference.llama import tool_call_grammar
 from turnloom.engine.inference.llama.grammar import call_token_bound
-from turnloom.engine.turns.nodes.score_decision import enum_values
+from turnloom.engine.turns.nodes.score.decision import enum_values
 
 HAND = tl.ToolParamDefinition("hand", "string", "Which hand.", enum=["left", "right"])
 SORT = tl.ToolDefinition("sort_bag", "Sort the bag into one hand.", [HAND])

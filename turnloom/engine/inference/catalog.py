@@ -74,7 +74,7 @@ class CatalogEntry:
     #: Grammar-constrained tool calls (see `ToolGrammar`).
     tool_grammar: ToolGrammar = _DEFAULT_GRAMMAR
     #: How a ToolCall node that names no `decision` decides: "generate" or "score"
-    #: (see `turnloom.engine.turns.nodes.score_decision`).
+    #: (see `turnloom.engine.turns.nodes.score.decision`).
     tool_decision: str = "generate"
     #: Extra texts that end a reply (end-of-generation tokens always do).
     stop: tuple[str, ...] = ()
@@ -215,7 +215,7 @@ register_model(
         # likelihood among the tools and spans of the player's line is both better and faster.
         tool_decision="score",
         # Where its request/talk line lies, for the score decision (measured with
-        # `score_request.measure_boundaries`, checked against a fresh measurement by the
+        # `score.request.measure_boundaries`, checked against a fresh measurement by the
         # tests): two hundred scorings its first decision need not make.
         measured={
             "request-boundaries/292f8e9a1327455c": {

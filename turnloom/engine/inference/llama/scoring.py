@@ -1,7 +1,7 @@
 """Likelihood scoring on a GGUF model: how likely each of some choices is to follow a prompt.
 
 This is the primitive the ToolCall node's `score` decision runs on
-(`turns.nodes.score_decision`). It works on the instance's own llama.cpp context, on its worker
+(`turns.nodes.score.decision`). It works on the instance's own llama.cpp context, on its worker
 thread, without a second model and without `logits_all`. The choices' tokens form a trie; the
 model is asked for a row of logits only where the trie branches (the prompt's own last row
 covers the first branching), because on a model with a large vocabulary (Gemma's 262k) each row

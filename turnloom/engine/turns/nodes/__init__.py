@@ -1,5 +1,6 @@
-"""Node executors, one module per node type (and the ToolCall node's `score_decision`), and the
-registry that maps params to them. They may import the rest of `turns` and the rooms below."""
+"""Node executors, one module per node type (and the ToolCall node's `score` decision, a
+package of its own), and the registry that maps params to them. They may import the rest of
+`turns` and the rooms below."""
 
 from __future__ import annotations
 

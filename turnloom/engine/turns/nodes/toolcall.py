@@ -21,7 +21,7 @@ from ..dialog.projection import Interaction, project_chat
 from ..exchanges import call_message, result_message
 from ..results import ToolCallEvent
 from .base import NodeContext, NodeOutcome, generate_within_budget
-from .score_decision import ScoreDecision, decide_by_score, resolve_decision
+from .score.decision import ScoreDecision, decide_by_score, resolve_decision
 
 
 async def run_tool_call(ctx: NodeContext, params: ToolCallParams) -> NodeOutcome:

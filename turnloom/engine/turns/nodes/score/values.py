@@ -1,8 +1,8 @@
 """The values the `score` decision chooses an argument among, read off the player's line.
 
-The model decides (`score_decision`); this only lists what it decides between: for a string,
-runs of the line's words; for a number, the numbers the line spells ("2", "two", "a dozen",
-"a week"); for an enum, its declared values.
+The model decides (`decision`); this only lists what it decides between: for a string,
+runs of the line's words; for a number, the numbers the line spells (`numbers`: "2", "two",
+"a dozen", "a week"); for an enum, its declared values.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...graph.params import ToolDefinition, ToolParamDefinition
-from ..dialog.projection import Interaction
+from ....graph.params import ToolDefinition, ToolParamDefinition
+from ...dialog.projection import Interaction
+from .numbers import COUNTS, is_number, singular
 
 __all__ = [
     "DETERMINERS",
@@ -24,10 +25,7 @@ __all__ = [
     "counted_nouns",
     "earlier_values",
     "enum_values",
-    "is_count",
-    "is_number",
     "is_sentence",
-    "numbers",
     "spans",
     "spelled",
     "takes_person",
@@ -65,54 +63,6 @@ FILLER = frozenset(
         "hers they them their theirs we"
     )
 )
-_NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate(
-        words(
-            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
-        )
-    )
-} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-     "hundred": 100}  # fmt: skip
-#: Words that multiply the number before them ("two hundred", "a thousand").
-_SCALES = {"hundred": 100, "thousand": 1000}
-#: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
-_COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
-#: Words that say which one of a row, not how many ("the fifth level", "the 3rd cellar"): a
-#: number too, for a level, a floor or a place in a queue, after the numbers the line counts.
-_ORDINALS = {
-    word: value
-    for value, word in enumerate(
-        words(
-            "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
-            "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth "
-            "twentieth"
-        )
-    )
-}
-_ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
-#: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
-_DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
-#: Spans of time in minutes: "a quarter of an hour" is 15 of an argument counted in minutes.
-_MINUTES: dict[str, float] = {"minute": 1, "hour": 60}
-#: A number a span of time is counted in: digits, "a", "an" or a number word.
-_SPAN_NUMBER = r"(?P<count>\d+(?:\.\d+)?|an?|[a-z]+-[a-z]+|" + "|".join(_NUMBER_WORDS) + ")"
-#: "a quarter of an hour", "three quarters of an hour", "half an hour", "half a minute".
-_FRACTION = (
-    r"\b(?:(?P<quarters>a|one|three|\d+)\s+quarters?\s+of|(?P<half>half))\s+(?:a|an)\s+"
-    r"(?P<unit>{units})s?\b"
-)
-_TENS_AND_UNITS = re.compile(
-    r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\s+"
-    r"(one|two|three|four|five|six|seven|eight|nine)\b",
-    re.IGNORECASE,
-)
-#: "two hours", "an hour and a half", "two and a half hours", "90 minutes".
-_SPAN = (
-    rf"\b{_SPAN_NUMBER}\s+(?P<inner>and\s+a\s+half\s+)?(?P<unit>{{units}})s?\b"
-    r"(?P<outer>\s+and\s+a\s+half)?"
-)
 #: Words a noun phrase starts with ("some willow bark"), and words that end a description
 #: of a noun before it ("a book about dragons"): `widened`.
 DETERMINERS = frozenset(
@@ -127,9 +77,7 @@ _PREPOSITIONS = frozenset(
 )
 #: Words before "one" that make it a pronoun, not a count ("no one", "this one").
 _NOT_A_COUNT = frozenset(words("no the this that which any each every"))
-_NUMBER_OR_WORD = re.compile(r"[+-]?\d+(?:\.\d+)?(?![\w.])|[\w'-]+")
 WORD = re.compile(r"[\w'-]+")
-_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
 #: Words of a string argument's name or description that make its value a sentence (a
 #: message, an errand), not a name: its spans run longer.
 SENTENCE_WORDS = frozenset(words("message text errand note reason says say what"))
@@ -164,14 +112,10 @@ def after_numbers(line: str) -> set[int]:
         at = i + 1
         if not _joined(line, found, at):
             continue
-        if (
-            _singular(word) in _COUNTS
-            and i
-            and (is_number(low[i - 1]) or low[i - 1] in ("a", "an"))
-        ):
+        if singular(word) in COUNTS and i and (is_number(low[i - 1]) or low[i - 1] in ("a", "an")):
             if low[at] == "of" and _joined(line, found, at + 1):
                 at += 1
-        elif not is_number(word) or _singular(low[at]) in _COUNTS:
+        elif not is_number(word) or singular(low[at]) in COUNTS:
             continue  # counts nothing, or its count word does ("a dozen", "two pairs")
         starts.add(found[at].start())
         if _joined(line, found, at + 1) and low[at + 1] == "of" and _joined(line, found, at + 2):
@@ -192,11 +136,7 @@ def counted_nouns(line: str) -> list[tuple[str, ...]]:
     counted: list[tuple[str, ...]] = []
     for i, word in enumerate(low):
         at = i + 1
-        if (
-            (is_number(word) or word in ("a", "an"))
-            and joined(at)
-            and _singular(low[at]) in _COUNTS
-        ):
+        if (is_number(word) or word in ("a", "an")) and joined(at) and singular(low[at]) in COUNTS:
             at += 1  # "a dozen", "two pairs"
         elif not is_number(word) or (word == "one" and i and low[i - 1] in _NOT_A_COUNT):
             continue
@@ -219,7 +159,7 @@ def _joined(line: str, found: Sequence[re.Match[str]], i: int) -> bool:
 
 def _edge(word: str) -> bool:
     """Whether `word` ends a counted noun: filler or another number."""
-    return word in FILLER or is_number(word) or word in _COUNTS
+    return word in FILLER or is_number(word) or word in COUNTS
 
 
 def is_sentence(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:
@@ -296,7 +236,7 @@ def widened(line: str, value: str, avoid: frozenset[str], numeric: bool) -> str:
         word = words[k - 1].group().lower()
         if word in FILLER or word in _PREPOSITIONS or word in avoid or is_number(word):
             break
-        if word.removesuffix("s") in _COUNTS:  # "a dozen sacks": the count is no description
+        if word.removesuffix("s") in COUNTS:  # "a dozen sacks": the count is no description
             break
         k -= 1
     before = words[k - 1].group().lower() if k > 0 else ""
@@ -309,91 +249,6 @@ def widened(line: str, value: str, avoid: frozenset[str], numeric: bool) -> str:
 def _possessive(word: str) -> int:
     """How many characters of `word` (lowercase) mark it as an owner's ("Hobb's": 2)."""
     return 2 if len(word) > 2 and word.endswith("'s") else 0
-
-
-def is_count(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def is_number(word: str) -> bool:
-    return _spelled(word) is not None or _NUMBER.fullmatch(word) is not None
-
-
-def _spelled(word: str) -> int | None:
-    """The number a word spells ("seven", "twenty-five"), or None."""
-    if word in _NUMBER_WORDS:
-        return _NUMBER_WORDS[word]
-    return _compound(word, _NUMBER_WORDS)
-
-
-def _compound(word: str, units: dict[str, int]) -> int | None:
-    """The number of tens and a unit joined by a hyphen, the unit one of `units` ("twenty-five"
-    of the number words, "twenty-first" of the ordinals), or None."""
-    tens, _, unit = word.partition("-")
-    if _NUMBER_WORDS.get(tens, 0) in range(20, 100, 10) and 0 < units.get(unit, 0) < 10:
-        return _NUMBER_WORDS[tens] + units[unit]
-    return None
-
-
-def numbers(line: str, param: ToolParamDefinition) -> list[object]:
-    """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
-    "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
-    nights, spans of time: "a week" is 7, "two weeks" 14; for one of minutes, "a quarter of
-    an hour" is 15, "an hour and a half" 90) without repeats. None: see `_fill` (a
-    count the player does not say is one, "a dagger"; one the player says is no other)."""
-    integer = param.type == "integer"
-    if "minute" in f"{param.name} {param.description}".lower():
-        spans = _spans_of_time(line, _MINUTES)
-        if spans:  # how long, as for days below
-            return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
-    in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
-    words: list[str] = []
-    scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
-    for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
-        low = word.lower()
-        joined = f"{words[-1]}-{word}".lower() if words else ""
-        if _spelled(joined) is not None:
-            words[-1] = joined
-        elif low in _SCALES and words and (base := _plain(words[-1])) is not None:
-            words[-1] = _digits(base * _SCALES[low])  # "two hundred", "a thousand"
-            scaled = len(words) - 1
-        elif 0 <= scaled == len(words) - 2 and words[-1].lower() == "and" and 0 < _units(low) < 100:
-            words[-2:] = [_digits(float(words[-2]) + _units(low))]  # "two hundred and fifty"
-        else:
-            words.append(word)
-    found: list[tuple[int, object]] = []  # (0 digits, 1 words, 2 ordinals; the value)
-    timed: list[object] = []
-    for i, word in enumerate(words):
-        low = word.lower()
-        value: float
-        if _NUMBER.fullmatch(word):
-            value = float(word)
-        elif (spelled := _spelled(low)) is not None:
-            value = spelled
-        elif low in ("a", "an"):
-            value = 1  # a number only with a unit after it ("a dozen", "a week")
-        elif low == "both":  # "both lanterns", "Light both."
-            value = 2
-        else:
-            if (ordinal := _ordinal(low)) is not None:
-                found.append((2, ordinal))
-            continue
-        unit = _singular(words[i + 1].lower()) if i + 1 < len(words) else ""
-        if unit in _COUNTS:
-            value *= _COUNTS[unit]
-            if i and words[i - 1].lower() == "half":  # "half a dozen" is six
-                value /= 2
-        elif in_days and unit in _DAYS:
-            value *= _DAYS[unit]
-            timed.append(int(value) if integer or float(value).is_integer() else value)
-            continue
-        elif low in ("a", "an"):
-            continue
-        number = int(value) if integer or float(value).is_integer() else value
-        found.append((0 if _NUMBER.fullmatch(word) else 1, number))
-    # A span of time says how long; the number of horses in the same line does not. Digits
-    # come before words, words before ordinals (the first of equal scores wins).
-    return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
 
 
 #: A line that asks for more of the same: "And two more for Rosa's crew.", "Another, please.",
@@ -410,61 +265,6 @@ def unnegated(line: str) -> str:
     """`line` without what it turns down ("Send it to four, not five." -> "Send it to four,
     ."): the values an argument is chosen among are those it asks for."""
     return _NEGATED.sub("", line)
-
-
-def _spans_of_time(line: str, units: dict[str, float]) -> list[float]:
-    """The spans of time `line` says in `units` (the number of the argument's unit in each
-    unit of time it knows), in the line's order: "a quarter of an hour" is 15 minutes, "half
-    an hour" 30, "an hour and a half" 90, "two hours" 120, "ten minutes" 10."""
-    found: list[tuple[int, float]] = []
-    line = _TENS_AND_UNITS.sub(r"\1-\2", line)  # "twenty five minutes" is twenty-five
-    rest = line
-    named = "|".join(units)
-    for fraction in re.finditer(_FRACTION.format(units=named), line, re.IGNORECASE):
-        unit = fraction["unit"].lower()
-        quarters = fraction["quarters"]
-        share = 0.5 if fraction["half"] else 0.25 * (_plain(quarters) or 1.0)
-        found.append((fraction.start(), share * units[unit]))
-        rest = rest[: fraction.start()] + " " * len(fraction[0]) + rest[fraction.end() :]
-    for span in re.finditer(_SPAN.format(units=named), rest, re.IGNORECASE):
-        unit = span["unit"].lower()
-        count = _plain(span["count"])
-        if count is None:
-            continue
-        half = 0.5 if span["inner"] or span["outer"] else 0.0
-        found.append((span.start(), (count + half) * units[unit]))
-    return [value for _, value in sorted(found)]
-
-
-def _plain(word: str) -> float | None:
-    """The number a word says by itself (digits, a number word, "a"), or None."""
-    if _NUMBER.fullmatch(word):
-        return float(word)
-    low = word.lower()
-    return 1.0 if low in ("a", "an") else None if (n := _spelled(low)) is None else float(n)
-
-
-def _units(word: str) -> float:
-    """The number of a word under a hundred ("fifty", "twenty-five"), else 0."""
-    spelled = _spelled(word)
-    return float(spelled) if spelled is not None and spelled < 100 else 0.0
-
-
-def _digits(value: float) -> str:
-    return str(int(value)) if value.is_integer() else str(value)
-
-
-def _ordinal(word: str) -> int | None:
-    """The place an ordinal names ("fifth", "5th", "twenty-first"), or None."""
-    if word in _ORDINALS:
-        return _ORDINALS[word]
-    if (digits := _ORDINAL_DIGITS.fullmatch(word)) is not None:
-        return int(digits.group(1))
-    return _compound(word, _ORDINALS)
-
-
-def _singular(word: str) -> str:
-    return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
 def earlier_values(

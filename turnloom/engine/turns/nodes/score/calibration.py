@@ -1,5 +1,5 @@
 """Choosing among texts by likelihood with the model's bias taken out: the primitive the
-`score` decision's tool and argument choices share (`score_decision`, `score_arguments`).
+`score` decision's tool and argument choices share (`decision`, `arguments`).
 
 Raw likelihoods mostly measure the model's taste for a label, so each choice's score is taken
 relative to its average probability after content-free lines ("N/A", "", "[MASK]": Zhao et
@@ -13,7 +13,7 @@ captain" and "Quick, tell the captain" score alike. It does know how a line is a
 though: "At once!" after a cry for help, "Later, then." after "when you have a moment". So
 the line is scored in a short dialog of examples (`URGENCY_EXAMPLES`), between those two
 answers, past a boundary measured once per backend, as the request step's is
-(`score_request`): halfway between the median margins of labelled lines of each kind
+(`request`): halfway between the median margins of labelled lines of each kind
 (`URGENCY_CALIBRATION`, other places than the examples: a farm, a village, a keep).
 
 A line that says outright it is not urgent ("No hurry, but...", "there's no rush") is read by
@@ -33,9 +33,9 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ...graph.params import ToolParamDefinition
-from ...inference.base import ModelBackend
-from .score_values import WORD, words
+from ....graph.params import ToolParamDefinition
+from ....inference.base import ModelBackend
+from .values import WORD, words
 
 __all__ = [
     "URGENCY_CALIBRATION",

@@ -1,5 +1,5 @@
 """Whether a player's line asks for something at all, or is talk: the first step of the
-`score` decision (`score_decision`).
+`score` decision (`decision`).
 
 Matching a line against the tools' words alone calls a tool for "Thanks for the ale" or
 "Farewell, and good luck". Whether a line is a request is a question about the line, not the
@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import statistics
 import threading
 import weakref
 from collections.abc import Sequence
 
-from ...inference.base import ModelBackend
+from ....inference.base import ModelBackend
+from .sentences import WHERE_ONE_WILL_BE, sentences, without_thanks
 
 __all__ = [
     "BOUNDARIES",
@@ -57,8 +57,6 @@ __all__ = [
     "line_kind",
     "measure_boundaries",
     "request_margin",
-    "sentences",
-    "without_thanks",
 ]
 
 #: The few-shot examples of the prompt, in this order: each kind spread through it.
@@ -285,7 +283,7 @@ async def request_margin(
     said = sentences(line)
     # A sentence telling where the speaker will be ("I'll be in my dressing room.") asks for
     # nothing: the line is read without it ("Great, thanks." is talk), unless it is all.
-    kept = [s for s in said if not _WHERE_ONE_WILL_BE.match(s)]
+    kept = [s for s in said if not WHERE_ONE_WILL_BE.match(s)]
     if kept and len(kept) < len(said):
         line, said = " ".join(kept), kept
     whole = await _margin(backend, boundaries, line, agent_id, after_call)
@@ -312,41 +310,6 @@ async def _margin(
         return short
     long = await _raw_margin(backend, "long", line, agent_id) - boundaries[f"long/{kind}"]
     return (short + long) / 2
-
-
-#: Where one sentence ends and the next starts: a closing mark, then space.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
-
-
-#: A sentence that tells where the speaker will be: "I'll be in my dressing room.", "We will be
-#: out back.", "I'm going to be at the bar."
-_WHERE_ONE_WILL_BE = re.compile(
-    r"\W*(?:i|we)(?:'ll|\s+will|'m\s+going\s+to|'re\s+going\s+to)\s+be\s+(?:in|at|on|by|out|"
-    r"over|up|down|back|upstairs|downstairs|outside|inside|around|off|away|home|near)\b",
-    re.IGNORECASE,
-)
-
-
-def sentences(line: str) -> list[str]:
-    """The sentences of `line` ("Hello, Oskar! Busy day?" -> "Hello, Oskar!", "Busy day?")."""
-    return [s for s in _SENTENCE_END.split(line.strip()) if s]
-
-
-#: Thanks closing a line that says something before it: "..., thanks." / "... thank you!".
-_CLOSING_THANKS = re.compile(
-    r"^(?P<said>.*?\w.*?)[\s,;]+(?:thanks|thank you|cheers)(?:\s+(?:so much|a lot|kindly))?"
-    r"(?P<end>[.!?]*)\s*$",
-    re.IGNORECASE | re.DOTALL,  # a line typed over several lines too
-)
-
-
-def without_thanks(line: str) -> str:
-    """`line` without the thanks that closes it ("Note her in the book, thanks." -> "Note her
-    in the book."), its closing mark kept; a line that is only thanks, unchanged."""
-    closing = _CLOSING_THANKS.match(line)
-    if closing is None:
-        return line
-    return closing["said"].rstrip(" ,;") + (closing["end"] or ".")
 
 
 def line_kind(line: str, after_call: bool) -> str:

@@ -1,5 +1,5 @@
-"""The arguments of a call the `score` decision chose (`score_decision`), one by one, each
-chosen by the model among the values the line offers (`score_values`).
+"""The arguments of a call the `score` decision chose (`decision`), one by one, each
+chosen by the model among the values the line offers (`values`).
 
 They are asked of one prompt: examples of calls written from player lines (an object, a count,
 a message and its recipient, an urgent and an unhurried errand, a light put out and one lit),
@@ -8,14 +8,14 @@ the recent calls of this dialog in the same form, then the line and the call so 
 line becomes arguments, not what any game's tools are, so the tools' own examples (the tool
 choice's prompt) are not needed here.
 
-- **Booleans and enums** are scored and calibrated (`score_calibration`) among their values;
+- **Booleans and enums** are scored and calibrated (`calibration`) among their values;
   a boolean gains from the words of its description's phrase for each value the line has
   ("true to light it, false to put it out"), any word that lights, opens or starts
   something matching another such word, and any that puts out, closes or stops something
-  another ("Douse the lamp" says "put it out": `score_words.polar_words`), as any word
+  another ("Douse the lamp" says "put it out": `words.polar_words`), as any word
   that raises matches another, and any that lowers ("Bring the curtain down"); and a flag of
   urgency ("true if it cannot wait") from how urgent the line sounds
-  (`score_calibration.urgency_margin`).
+  (`calibration.urgency_margin`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
   with the line's first word, not starting or ending with a filler word, a word of the
   tool's or its arguments' names or a value another argument declares, nor holding a number
@@ -57,10 +57,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...graph.params import ToolDefinition, ToolParamDefinition
-from ...inference.base import ModelBackend
-from ..dialog.projection import Interaction
-from .score_calibration import (
+from ....graph.params import ToolDefinition, ToolParamDefinition
+from ....inference.base import ModelBackend
+from ...dialog.projection import Interaction
+from .calibration import (
     URGENCY_WEIGHT,
     best,
     calibrated_scores,
@@ -70,28 +70,18 @@ from .score_calibration import (
     says_unhurried,
     urgency_margin,
 )
-from .score_values import (
-    MORE,
-    SENTENCE_WORDS,
+from .numbers import is_count, numbers
+from .strings import CORRECTION, MESSAGE, Fill, is_message, string_values
+from .values import (
     WORD,
-    after_numbers,
-    clauses,
     earlier_values,
     enum_values,
-    is_count,
-    is_sentence,
-    numbers,
-    spans,
     spelled,
-    takes_person,
     unnegated,
     value_words,
     widened,
 )
-from .score_words import WORDS_WEIGHT, phrase_words, polar_words
-
-#: Words that make a string argument a message rather than an object ("What to carry" is one).
-_MESSAGE = SENTENCE_WORDS - {"what"}
+from .words import WORDS_WEIGHT, phrase_words, polar_words
 
 __all__ = ["DIALOG_CHARS", "DIALOG_TURNS", "EXAMPLES", "Arguments", "fill_arguments"]
 
@@ -120,34 +110,6 @@ _BOOLEAN_PHRASES = re.compile(
     r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
     re.IGNORECASE,
 )
-#: A correction of the last call: "Actually, make it urgent", "Make that the blue one".
-_CORRECTION = re.compile(r"\bmake (?:it|that)\s+([^,.;:!?]*)", re.IGNORECASE)
-#: A clause that gives a reason after an order: a comma (or "because"), then its own subject,
-#: someone else, and verb ("..., Ilsa sprained her ankle.", "..., he's gone home sick.",
-#: "because it's late"), to the sentence's end. Its words say why, not what: no value is in
-#: it. What the speaker says of themselves may be the request ("Hi Marta, I'd like the blue
-#: dress").
-_REASON = re.compile(
-    r"(?:,\s*|\bbecause\s+|\bsince\s+)"
-    r"(?:(?:he|she|it|they|there|somebody|someone|everyone|everybody|nobody)(?:'\w+)?\b"
-    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z]))[^.;!?]*"
-)
-#: A line that does again what the last call did for another ("Same for the Gravedigger.",
-#: "The same for Hollis."): what follows "for" is the argument, not whom it is for.
-SAME_FOR = re.compile(r"\b(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)
-#: An "'s" after a value, the word after it and the one after that.
-_OWNED = re.compile(r"'s\s+(?P<next>[\w'-]+)(?:\s+(?P<then>[\w'-]+))?")
-#: Words that follow an "'s" standing for "is" or "has", never a thing owned: adverbs,
-#: particles, articles and the participles of "be", "get" and "go".
-_AFTER_IS = frozenset(
-    WORD.findall(
-        "not still just always never already again too so very here there off out away back in "
-        "on at up down over a an the been got gone now today tonight"
-    )
-)
-#: Words that open a noun phrase, after which a capitalised word is a title or a thing's name
-#: ("the Prince", "our Gravedigger"): a person's name takes none.
-_TITLE_OPENERS = r"(?:the|my|our|your|his|her|their)"
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
@@ -189,7 +151,7 @@ async def fill_arguments(
     avoid = frozenset(form for w in words for form in (w, w + "s", w.removesuffix("s")))
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
-        fill = _Fill(
+        fill = Fill(
             header, call_text, end, line, avoid, numeric,
             tuple(earlier.get(param.name, ())), frozenset(taken), tool.description,
         )  # fmt: skip
@@ -228,28 +190,8 @@ def recent_calls(dialog: Sequence[Interaction], tool: ToolDefinition) -> str:
     return "".join(reversed(parts))
 
 
-@dataclass(frozen=True, slots=True)
-class _Fill:
-    """Where an argument is filled: the prompt's parts, what follows the value, the line."""
-
-    header: str
-    call_text: str
-    end: str
-    line: str
-    #: Words a string value should not start or end with.
-    avoid: frozenset[str]
-    #: Whether numbers stay out of string values (the tool has a numeric argument).
-    numeric: bool
-    #: The values earlier calls of the tool gave this argument, oldest first.
-    earlier: tuple[object, ...] = ()
-    #: Words the call's earlier string arguments took (a recipient is not the message).
-    taken: frozenset[str] = frozenset()
-    #: The tool's description (what a boolean's values mean, where its own says one side).
-    tool_description: str = ""
-
-
 async def _fill(
-    backend: ModelBackend, fill: _Fill, param: ToolParamDefinition, agent_id: int
+    backend: ModelBackend, fill: Fill, param: ToolParamDefinition, agent_id: int
 ) -> tuple[object, float | None]:
     """One argument's value, by the rule for its declared type (module docstring), and its
     margin over the runner-up (nan: nothing to choose between; None: not read at all)."""
@@ -269,7 +211,7 @@ async def _fill(
         values = (True, False)
         # A correction that names the flag says it: "Actually, make it urgent" is urgent,
         # "make it not urgent" is not, whatever the earlier call said.
-        corrected = _CORRECTION.search(line)
+        corrected = CORRECTION.search(line)
         said = [w.lower() for w in WORD.findall(corrected.group(1))] if corrected else []
         if spelled(param.name).lower() in said:
             return "not" not in said, math.nan
@@ -291,7 +233,7 @@ async def _fill(
         chosen, margin = best(scores)
         return values[chosen], margin
     if param.type == "string":
-        values = _string_values(fill, param)
+        values = string_values(fill, param)
         if len(values) < 2:
             return (values[0], math.nan) if values else ("", None)
         choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
@@ -300,7 +242,7 @@ async def _fill(
         chosen, margin = best(scores)
         # A message keeps its span; an object described as "What was lost" takes the words
         # describing it ("my son's toy boat"), as any object does.
-        if _is_message(param, _MESSAGE):
+        if is_message(param, MESSAGE):
             return values[chosen], margin
         return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:
@@ -346,169 +288,3 @@ def _phrases(description: str, tool_description: str = "") -> tuple[str, str]:
             if first != second:
                 said["false" if said["true"] else "true"] = sides[1] if first > second else sides[0]
     return said["true"], said["false"]
-
-
-def _string_values(fill: _Fill, param: ToolParamDefinition) -> list[str]:
-    """What a string argument is chosen among: spans of the line (longer for a message or an
-    errand, with the clause a message verb introduces first), not the words another argument
-    of the call took, then the values earlier calls gave it."""
-    sentence = _is_message(param)
-    longest = 8 if sentence else 4
-    found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
-    # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
-    # to the shopkeeper.
-    found = [v for v in found if not _addressed(fill.line, v)]
-    # Nor what it turns down: "the oak chest, not the pine one".
-    asked = unnegated(fill.line)
-    found = [v for v in found if v in asked] or found
-    # Nor, for an object, what a reason clause says ("Call the understudy for Lady Morwen,
-    # Ilsa sprained her ankle."): a message may be one ("Tell her, we're ready").
-    if not _is_message(param, _MESSAGE):
-        found = [v for v in found if not _in_reason(fill.line, v)] or found
-    # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
-    # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
-    kept = [v for v in fill.earlier if isinstance(v, str) and v]
-    corrected = _CORRECTION.search(fill.line)
-    if corrected and kept:
-        found = [v for v in found if v in corrected.group(1)]
-        if not found:
-            return kept[-1:]
-    # What an earlier call gave is kept only when the line names nothing itself, but whom
-    # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
-    # Sal the same." pays Sal.
-    # "Same for X" does it again for X: X is the value ("Same for the Gravedigger.").
-    same = SAME_FOR.search(fill.line) is not None
-    named = found if same else [v for v in found if not _for_whom(fill.line, v)]
-    earlier = [] if named else [v for v in fill.earlier if isinstance(v, str) and v]
-    # More of the same is more of an earlier object, not of whom it is for: "And two more for
-    # Rosa's crew." hands out the pickaxes again; a person or a name is that one ("Do the
-    # same for Hollis.").
-    if (
-        earlier
-        and MORE.search(fill.line)
-        and not (_is_message(param, _MESSAGE) or _is_name(param) or takes_person(param))
-    ):
-        return list(dict.fromkeys(earlier))
-    found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
-    if sentence:
-        found = [*clauses(fill.line), *found]
-    # What a number counts comes right after it ("three bandages", "Two coils, please."), for
-    # an object described as what ("What to hand out") as for any object, not a message.
-    if fill.numeric and not _is_message(param, _MESSAGE):
-        counted = [fill.line[at:] for at in after_numbers(fill.line)]
-        found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
-    # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
-    # Sea Lark") names one thing the line is about: an object or a place takes it whole, not
-    # a word beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in
-    # Port Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
-    if not _is_message(param, _MESSAGE) and not takes_person(param):
-        found = [v for v in found if _proper(fill.line, v)] or found
-        # So does a capitalised word after an article or a possessive, a title or a name
-        # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
-        # where the thing goes ("to the Mill").
-        found = [v for v in found if _titled(fill.line, v)] or found
-    # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
-    # in "her sister ship".
-    if _is_name(param):
-        found = [v for v in found if _capitalised(fill.line, v)] or found
-    # A span right before the argument's own name is its value: "the galley locker" says
-    # which locker, "the north door" which door.
-    found = [v for v in found if _names(fill.line, v, param.name)] or found
-    if fill.taken:
-        free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
-        found = free or found
-    return list(dict.fromkeys([*found, *earlier]))
-
-
-def _is_name(param: ToolParamDefinition) -> bool:
-    """Whether a string argument is a thing's name ("The ship's name."), not a person
-    (whom a player may call "the doctor")."""
-    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
-    return "name" in said and not takes_person(param)
-
-
-def _capitalised(line: str, value: str) -> bool:
-    """Whether every word of `value` is capitalised in `line`, the first not opening a
-    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her")."""
-    at = line.find(value)
-    opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
-    return not opens and all(w[:1].isupper() for w in WORD.findall(value))
-
-
-def _proper(line: str, value: str) -> bool:
-    """Whether `value` is a proper name of `line`: two or more words, each capitalised, the
-    first opening no sentence ("Widow's Seam", "Harrow's Cut"), and not said after "for" or
-    "to" ("for Old Tam", "to Willow Island")."""
-    if len(WORD.findall(value)) < 2 or not _capitalised(line, value):
-        return False
-    return re.search(rf"\b(?:for|to)\s+(?:the\s+)?{re.escape(value)}", line, re.I) is None
-
-
-def _titled(line: str, value: str) -> bool:
-    """Whether `value` is a title or a thing's name in `line`: capitalised, opening no
-    sentence, after an article or a possessive ("the Prince", "Our Gravedigger's drunk"), not
-    after "to" ("to the Mill": where, not what)."""
-    if not _capitalised(line, value):
-        return False
-    said = rf"(?<!\bto\s)\b(?i:{_TITLE_OPENERS})\s+{re.escape(value)}(?![\w-])(?P<after>.*)"
-    found = re.search(said, line)
-    if found is None:
-        return False
-    # An owner is not the thing: "the King's crown" is a crown; "Our Gravedigger's drunk
-    # again" is the Gravedigger ('s for "is").
-    owned = _OWNED.match(found["after"])
-    return owned is None or _is_said_of(owned["next"], owned["then"] or "")
-
-
-def _is_said_of(word: str, then: str) -> bool:
-    """Whether the word after an "'s" (`word`, then `then`) says something of its owner ("is"
-    or "has": "'s drunk again", "'s gone", "'s not here"), not what it owns ("'s crown"): a
-    word of a closed class (`_AFTER_IS`), a participle or an adverb by its ending, or one an
-    adverb of time follows."""
-    low = word.lower()
-    ending = len(low) > 4 and low.endswith(("ed", "ing", "ly", "en"))
-    return low in _AFTER_IS or ending or then.lower() in _AFTER_IS
-
-
-def _in_reason(line: str, value: str) -> bool:
-    """Whether every place `line` says `value` lies in a clause giving a reason (`_REASON`:
-    "..., Ilsa sprained her ankle.")."""
-    clauses = [(m.start(), m.end()) for m in _REASON.finditer(line)]
-    places = [m.start() for m in re.finditer(re.escape(value), line)]
-    return bool(places) and all(any(a <= at < b for a, b in clauses) for at in places)
-
-
-def _addressed(line: str, value: str) -> bool:
-    """Whether `value` is a name `line` is said to: capitalised, closing a sentence after a
-    comma ("Put it on my tab, Ilse.", "Two more, Hilda!")."""
-    said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
-    return value[:1].isupper() and re.search(said, line) is not None
-
-
-def _is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:
-    """Whether a string argument holds a message (`is_sentence`), not whom it is for: "Who
-    the message is for" is a name, widened as any name is ("the coast guard")."""
-    return is_sentence(param, by) and not takes_person(param)
-
-
-def _names(line: str, value: str, name: str) -> bool:
-    """Whether `value` is followed in `line` by `name`'s words ("galley" in "the galley
-    locker" for a "locker"), singular or plural."""
-    said = " ".join(WORD.findall(spelled(name))).lower()
-    if not said:
-        return False
-    after = rf"{re.escape(value)}\s+{re.escape(said.removesuffix('s'))}s?(?![\w'-])"
-    return re.search(after, line, re.IGNORECASE) is not None
-
-
-def _for_whom(line: str, value: str) -> bool:
-    """Whether `value` is said of whom something is for in `line`: in a phrase that "for"
-    opens, to the clause's end ("for my friend", "for Rosa's crew", "for the north gate
-    guards")."""
-    said = rf"\bfor\s+(?:[^,.;:!?]*?\s)?{re.escape(value)}(?:'s)?(?![\w'-])"
-    return re.search(said, line, re.IGNORECASE) is not None
-
-
-def _starts(text: str, words: str) -> bool:
-    """Whether `text` starts with the whole words `words` ("gold" does not start with "go")."""
-    return text.startswith(words) and not WORD.match(text[len(words) :])

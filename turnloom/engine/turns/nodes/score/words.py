@@ -1,5 +1,5 @@
 """The words a player's line shares with each tool's declaration: evidence for the `score`
-decision's choice of tool (`score_decision`).
+decision's choice of tool (`decision`).
 
 A small model's likelihood of a tool's label hardly moves with the line ("Bring me two books"
 scores "fetch books" no higher than "N/A" does on the default model), while players name what
@@ -48,8 +48,8 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from ...graph.params import ToolDefinition, ToolParamDefinition
-from .score_values import (
+from ....graph.params import ToolDefinition, ToolParamDefinition
+from .values import (
     DETERMINERS,
     FILLER,
     SENTENCE_WORDS,

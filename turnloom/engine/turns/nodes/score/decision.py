@@ -5,7 +5,7 @@ there!" when the grammar makes it, and never when it does not) still ranks texts
 instead of generating, this asks the backend how likely each option is to follow a short
 few-shot prompt (`ModelBackend.score_choices`), in three steps:
 
-1. **A request, or talk?** (`score_request`): whether the line asks for something at all,
+1. **A request, or talk?** (`request`): whether the line asks for something at all,
    whatever it mentions: "Thanks for the ale" and "Farewell, and good luck" are talk. Talk
    calls nothing, except that a question may call a tool that looks something up (one whose
    description starts "Look up", "Check", "Find"...: "Any rope in stock?"). A question that
@@ -20,8 +20,8 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
    with plain talk around; all of it twice, the tools in their order and then reversed. The
-   likelihoods are calibrated (`score_calibration`), and each tool gains from the words the
-   line shares with its declaration (`score_words`): players name what they want; and from
+   likelihoods are calibrated (`calibration`), and each tool gains from the words the
+   line shares with its declaration (`words`): players name what they want; and from
    what the line counts ("2 torches") where the tool takes a count of it, so "Hand me 2
    torches" asks the tool that hands items over, not the one named after torches. A request
    adds its margin to the tools' side against talk. The tool is chosen on the line alone:
@@ -29,7 +29,7 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    call asking for more of it ("And two more for Rosa's crew.") repeats it, whatever it says
    that is for. A line that names the chosen tool's verb only to negate it ("Don't bother
    fetching Marta") calls nothing.
-3. **Its arguments** (`score_arguments`), one by one, after the recent calls of the dialog.
+3. **Its arguments** (`arguments`), one by one, after the recent calls of the dialog.
 
 How close each choice was (its margin in nats) is in `ScoreDecision.diagnostics`, the node's
 diagnostics ``score``. The outcome is what the parser would have returned (`ParseOutcome`), so
@@ -45,15 +45,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...graph.params import ToolDefinition
-from ...inference.base import ModelBackend
-from ...tools.parsing import ParsedCall, ParseOutcome
-from ..dialog.projection import Interaction
-from .score_arguments import fill_arguments
-from .score_calibration import best, calibrated_scores, one_line
-from .score_request import SURE, request_margin
-from .score_values import FILLER, MORE, WORD, enum_values, spelled
-from .score_words import (
+from ....graph.params import ToolDefinition
+from ....inference.base import ModelBackend
+from ....tools.parsing import ParsedCall, ParseOutcome
+from ...dialog.projection import Interaction
+from .arguments import fill_arguments
+from .calibration import best, calibrated_scores, one_line
+from .request import SURE, request_margin
+from .values import FILLER, MORE, WORD, enum_values, spelled
+from .words import (
     WORDS_WEIGHT,
     counted_words,
     counts_in_units,

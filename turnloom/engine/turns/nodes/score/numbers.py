@@ -1,0 +1,212 @@
+"""The numbers a player's line spells, for the `score` decision's integer and number
+arguments (`arguments`): digits, number words ("seven", "twenty-five", "two hundred and
+fifty"), counts ("a dozen", "half a dozen", "a couple", "both"), ordinals ("the fifth level"),
+and spans of time in an argument's unit ("a week" of days, "a quarter of an hour" of minutes).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ....graph.params import ToolParamDefinition
+
+__all__ = ["COUNTS", "is_count", "is_number", "numbers", "singular"]
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+_NUMBER_WORDS = {
+    word: value
+    for value, word in enumerate(
+        _words(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+        )
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+     "hundred": 100}  # fmt: skip
+#: Words that multiply the number before them ("two hundred", "a thousand").
+_SCALES = {"hundred": 100, "thousand": 1000}
+#: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
+COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
+#: Words that say which one of a row, not how many ("the fifth level", "the 3rd cellar"): a
+#: number too, for a level, a floor or a place in a queue, after the numbers the line counts.
+_ORDINALS = {
+    word: value
+    for value, word in enumerate(
+        _words(
+            "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+            "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth "
+            "twentieth"
+        )
+    )
+}
+_ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
+#: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
+_DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+#: Spans of time in minutes: "a quarter of an hour" is 15 of an argument counted in minutes.
+_MINUTES: dict[str, float] = {"minute": 1, "hour": 60}
+#: A number a span of time is counted in: digits, "a", "an" or a number word.
+_SPAN_NUMBER = r"(?P<count>\d+(?:\.\d+)?|an?|[a-z]+-[a-z]+|" + "|".join(_NUMBER_WORDS) + ")"
+#: "a quarter of an hour", "three quarters of an hour", "half an hour", "half a minute".
+_FRACTION = (
+    r"\b(?:(?P<quarters>a|one|three|\d+)\s+quarters?\s+of|(?P<half>half))\s+(?:a|an)\s+"
+    r"(?P<unit>{units})s?\b"
+)
+_TENS_AND_UNITS = re.compile(
+    r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\s+"
+    r"(one|two|three|four|five|six|seven|eight|nine)\b",
+    re.IGNORECASE,
+)
+#: "two hours", "an hour and a half", "two and a half hours", "90 minutes".
+_SPAN = (
+    rf"\b{_SPAN_NUMBER}\s+(?P<inner>and\s+a\s+half\s+)?(?P<unit>{{units}})s?\b"
+    r"(?P<outer>\s+and\s+a\s+half)?"
+)
+_NUMBER_OR_WORD = re.compile(r"[+-]?\d+(?:\.\d+)?(?![\w.])|[\w'-]+")
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+
+
+def is_count(value: object) -> bool:
+    """Whether `value` is a number (not a bool): an argument's count."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_number(word: str) -> bool:
+    """Whether `word` is a number, in digits or spelled ("7", "seven", "twenty-five")."""
+    return _spelled(word) is not None or _NUMBER.fullmatch(word) is not None
+
+
+def _spelled(word: str) -> int | None:
+    """The number a word spells ("seven", "twenty-five"), or None."""
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
+    return _compound(word, _NUMBER_WORDS)
+
+
+def _compound(word: str, units: dict[str, int]) -> int | None:
+    """The number of tens and a unit joined by a hyphen, the unit one of `units` ("twenty-five"
+    of the number words, "twenty-first" of the ordinals), or None."""
+    tens, _, unit = word.partition("-")
+    if _NUMBER_WORDS.get(tens, 0) in range(20, 100, 10) and 0 < units.get(unit, 0) < 10:
+        return _NUMBER_WORDS[tens] + units[unit]
+    return None
+
+
+def numbers(line: str, param: ToolParamDefinition) -> list[object]:
+    """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
+    "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
+    nights, spans of time: "a week" is 7, "two weeks" 14; for one of minutes, "a quarter of
+    an hour" is 15, "an hour and a half" 90) without repeats. None: see `_fill` (a
+    count the player does not say is one, "a dagger"; one the player says is no other)."""
+    integer = param.type == "integer"
+    if "minute" in f"{param.name} {param.description}".lower():
+        spans = _spans_of_time(line, _MINUTES)
+        if spans:  # how long, as for days below
+            return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
+    in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
+    words: list[str] = []
+    scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
+    for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
+        low = word.lower()
+        joined = f"{words[-1]}-{word}".lower() if words else ""
+        if _spelled(joined) is not None:
+            words[-1] = joined
+        elif low in _SCALES and words and (base := _plain(words[-1])) is not None:
+            words[-1] = _digits(base * _SCALES[low])  # "two hundred", "a thousand"
+            scaled = len(words) - 1
+        elif 0 <= scaled == len(words) - 2 and words[-1].lower() == "and" and 0 < _units(low) < 100:
+            words[-2:] = [_digits(float(words[-2]) + _units(low))]  # "two hundred and fifty"
+        else:
+            words.append(word)
+    found: list[tuple[int, object]] = []  # (0 digits, 1 words, 2 ordinals; the value)
+    timed: list[object] = []
+    for i, word in enumerate(words):
+        low = word.lower()
+        value: float
+        if _NUMBER.fullmatch(word):
+            value = float(word)
+        elif (spelled := _spelled(low)) is not None:
+            value = spelled
+        elif low in ("a", "an"):
+            value = 1  # a number only with a unit after it ("a dozen", "a week")
+        elif low == "both":  # "both lanterns", "Light both."
+            value = 2
+        else:
+            if (ordinal := _ordinal(low)) is not None:
+                found.append((2, ordinal))
+            continue
+        unit = singular(words[i + 1].lower()) if i + 1 < len(words) else ""
+        if unit in COUNTS:
+            value *= COUNTS[unit]
+            if i and words[i - 1].lower() == "half":  # "half a dozen" is six
+                value /= 2
+        elif in_days and unit in _DAYS:
+            value *= _DAYS[unit]
+            timed.append(int(value) if integer or float(value).is_integer() else value)
+            continue
+        elif low in ("a", "an"):
+            continue
+        number = int(value) if integer or float(value).is_integer() else value
+        found.append((0 if _NUMBER.fullmatch(word) else 1, number))
+    # A span of time says how long; the number of horses in the same line does not. Digits
+    # come before words, words before ordinals (the first of equal scores wins).
+    return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
+
+
+def _spans_of_time(line: str, units: dict[str, float]) -> list[float]:
+    """The spans of time `line` says in `units` (the number of the argument's unit in each
+    unit of time it knows), in the line's order: "a quarter of an hour" is 15 minutes, "half
+    an hour" 30, "an hour and a half" 90, "two hours" 120, "ten minutes" 10."""
+    found: list[tuple[int, float]] = []
+    line = _TENS_AND_UNITS.sub(r"\1-\2", line)  # "twenty five minutes" is twenty-five
+    rest = line
+    named = "|".join(units)
+    for fraction in re.finditer(_FRACTION.format(units=named), line, re.IGNORECASE):
+        unit = fraction["unit"].lower()
+        quarters = fraction["quarters"]
+        share = 0.5 if fraction["half"] else 0.25 * (_plain(quarters) or 1.0)
+        found.append((fraction.start(), share * units[unit]))
+        rest = rest[: fraction.start()] + " " * len(fraction[0]) + rest[fraction.end() :]
+    for span in re.finditer(_SPAN.format(units=named), rest, re.IGNORECASE):
+        unit = span["unit"].lower()
+        count = _plain(span["count"])
+        if count is None:
+            continue
+        half = 0.5 if span["inner"] or span["outer"] else 0.0
+        found.append((span.start(), (count + half) * units[unit]))
+    return [value for _, value in sorted(found)]
+
+
+def _plain(word: str) -> float | None:
+    """The number a word says by itself (digits, a number word, "a"), or None."""
+    if _NUMBER.fullmatch(word):
+        return float(word)
+    low = word.lower()
+    return 1.0 if low in ("a", "an") else None if (n := _spelled(low)) is None else float(n)
+
+
+def _units(word: str) -> float:
+    """The number of a word under a hundred ("fifty", "twenty-five"), else 0."""
+    spelled = _spelled(word)
+    return float(spelled) if spelled is not None and spelled < 100 else 0.0
+
+
+def _digits(value: float) -> str:
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+def _ordinal(word: str) -> int | None:
+    """The place an ordinal names ("fifth", "5th", "twenty-first"), or None."""
+    if word in _ORDINALS:
+        return _ORDINALS[word]
+    if (digits := _ORDINAL_DIGITS.fullmatch(word)) is not None:
+        return int(digits.group(1))
+    return _compound(word, _ORDINALS)
+
+
+def singular(word: str) -> str:
+    """A plural noun's singular, as far as counting needs ("dozens", "crates")."""
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word

@@ -1,0 +1,244 @@
+"""Which spans of a player's line a free-text argument may take, for the `score` decision's
+arguments (`arguments`, whose docstring gives the rules): the candidates of
+`values.spans`, narrowed by what the line says of them (a message's clause, a
+correction, more of the same, a proper name or a title, whom something is for, a reason, the
+name the line is said to).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ....graph.params import ToolParamDefinition
+from .values import (
+    MORE,
+    SENTENCE_WORDS,
+    WORD,
+    after_numbers,
+    clauses,
+    is_sentence,
+    spans,
+    spelled,
+    takes_person,
+    unnegated,
+)
+
+__all__ = ["CORRECTION", "MESSAGE", "SAME_FOR", "Fill", "is_message", "string_values"]
+
+#: Words that make a string argument a message rather than an object ("What to carry" is one).
+MESSAGE = SENTENCE_WORDS - {"what"}
+#: A correction of the last call: "Actually, make it urgent", "Make that the blue one".
+CORRECTION = re.compile(r"\bmake (?:it|that)\s+([^,.;:!?]*)", re.IGNORECASE)
+#: A clause that gives a reason after an order: a comma (or "because"), then its own subject,
+#: someone else, and verb ("..., Ilsa sprained her ankle.", "..., he's gone home sick.",
+#: "because it's late"), to the sentence's end. Its words say why, not what: no value is in
+#: it. What the speaker says of themselves may be the request ("Hi Marta, I'd like the blue
+#: dress").
+_REASON = re.compile(
+    r"(?:,\s*|\bbecause\s+|\bsince\s+)"
+    r"(?:(?:he|she|it|they|there|somebody|someone|everyone|everybody|nobody)(?:'\w+)?\b"
+    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z]))[^.;!?]*"
+)
+#: A line that does again what the last call did for another ("Same for the Gravedigger.",
+#: "The same for Hollis."): what follows "for" is the argument, not whom it is for.
+SAME_FOR = re.compile(r"\b(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)
+#: An "'s" after a value, the word after it and the one after that.
+_OWNED = re.compile(r"'s\s+(?P<next>[\w'-]+)(?:\s+(?P<then>[\w'-]+))?")
+#: Words that follow an "'s" standing for "is" or "has", never a thing owned: adverbs,
+#: particles, articles and the participles of "be", "get" and "go".
+_AFTER_IS = frozenset(
+    WORD.findall(
+        "not still just always never already again too so very here there off out away back in "
+        "on at up down over a an the been got gone now today tonight"
+    )
+)
+#: Words that open a noun phrase, after which a capitalised word is a title or a thing's name
+#: ("the Prince", "our Gravedigger"): a person's name takes none.
+_TITLE_OPENERS = r"(?:the|my|our|your|his|her|their)"
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """Where an argument is filled: the prompt's parts, what follows the value, the line."""
+
+    header: str
+    call_text: str
+    end: str
+    line: str
+    #: Words a string value should not start or end with.
+    avoid: frozenset[str]
+    #: Whether numbers stay out of string values (the tool has a numeric argument).
+    numeric: bool
+    #: The values earlier calls of the tool gave this argument, oldest first.
+    earlier: tuple[object, ...] = ()
+    #: Words the call's earlier string arguments took (a recipient is not the message).
+    taken: frozenset[str] = frozenset()
+    #: The tool's description (what a boolean's values mean, where its own says one side).
+    tool_description: str = ""
+
+
+def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
+    """What a string argument is chosen among: spans of the line (longer for a message or an
+    errand, with the clause a message verb introduces first), not the words another argument
+    of the call took, then the values earlier calls gave it."""
+    sentence = is_message(param)
+    longest = 8 if sentence else 4
+    found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
+    # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
+    # to the shopkeeper.
+    found = [v for v in found if not _addressed(fill.line, v)]
+    # Nor what it turns down: "the oak chest, not the pine one".
+    asked = unnegated(fill.line)
+    found = [v for v in found if v in asked] or found
+    # Nor, for an object, what a reason clause says ("Call the understudy for Lady Morwen,
+    # Ilsa sprained her ankle."): a message may be one ("Tell her, we're ready").
+    if not is_message(param, MESSAGE):
+        found = [v for v in found if not _in_reason(fill.line, v)] or found
+    # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
+    # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
+    kept = [v for v in fill.earlier if isinstance(v, str) and v]
+    corrected = CORRECTION.search(fill.line)
+    if corrected and kept:
+        found = [v for v in found if v in corrected.group(1)]
+        if not found:
+            return kept[-1:]
+    # What an earlier call gave is kept only when the line names nothing itself, but whom
+    # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
+    # Sal the same." pays Sal.
+    # "Same for X" does it again for X: X is the value ("Same for the Gravedigger.").
+    same = SAME_FOR.search(fill.line) is not None
+    named = found if same else [v for v in found if not _for_whom(fill.line, v)]
+    earlier = [] if named else [v for v in fill.earlier if isinstance(v, str) and v]
+    # More of the same is more of an earlier object, not of whom it is for: "And two more for
+    # Rosa's crew." hands out the pickaxes again; a person or a name is that one ("Do the
+    # same for Hollis.").
+    if (
+        earlier
+        and MORE.search(fill.line)
+        and not (is_message(param, MESSAGE) or _is_name(param) or takes_person(param))
+    ):
+        return list(dict.fromkeys(earlier))
+    found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
+    if sentence:
+        found = [*clauses(fill.line), *found]
+    # What a number counts comes right after it ("three bandages", "Two coils, please."), for
+    # an object described as what ("What to hand out") as for any object, not a message.
+    if fill.numeric and not is_message(param, MESSAGE):
+        counted = [fill.line[at:] for at in after_numbers(fill.line)]
+        found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
+    # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
+    # Sea Lark") names one thing the line is about: an object or a place takes it whole, not
+    # a word beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in
+    # Port Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
+    if not is_message(param, MESSAGE) and not takes_person(param):
+        found = [v for v in found if _proper(fill.line, v)] or found
+        # So does a capitalised word after an article or a possessive, a title or a name
+        # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
+        # where the thing goes ("to the Mill").
+        found = [v for v in found if _titled(fill.line, v)] or found
+    # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
+    # in "her sister ship".
+    if _is_name(param):
+        found = [v for v in found if _capitalised(fill.line, v)] or found
+    # A span right before the argument's own name is its value: "the galley locker" says
+    # which locker, "the north door" which door.
+    found = [v for v in found if _names(fill.line, v, param.name)] or found
+    if fill.taken:
+        free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
+        found = free or found
+    return list(dict.fromkeys([*found, *earlier]))
+
+
+def _is_name(param: ToolParamDefinition) -> bool:
+    """Whether a string argument is a thing's name ("The ship's name."), not a person
+    (whom a player may call "the doctor")."""
+    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
+    return "name" in said and not takes_person(param)
+
+
+def _capitalised(line: str, value: str) -> bool:
+    """Whether every word of `value` is capitalised in `line`, the first not opening a
+    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her")."""
+    at = line.find(value)
+    opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
+    return not opens and all(w[:1].isupper() for w in WORD.findall(value))
+
+
+def _proper(line: str, value: str) -> bool:
+    """Whether `value` is a proper name of `line`: two or more words, each capitalised, the
+    first opening no sentence ("Widow's Seam", "Harrow's Cut"), and not said after "for" or
+    "to" ("for Old Tam", "to Willow Island")."""
+    if len(WORD.findall(value)) < 2 or not _capitalised(line, value):
+        return False
+    return re.search(rf"\b(?:for|to)\s+(?:the\s+)?{re.escape(value)}", line, re.I) is None
+
+
+def _titled(line: str, value: str) -> bool:
+    """Whether `value` is a title or a thing's name in `line`: capitalised, opening no
+    sentence, after an article or a possessive ("the Prince", "Our Gravedigger's drunk"), not
+    after "to" ("to the Mill": where, not what)."""
+    if not _capitalised(line, value):
+        return False
+    said = rf"(?<!\bto\s)\b(?i:{_TITLE_OPENERS})\s+{re.escape(value)}(?![\w-])(?P<after>.*)"
+    found = re.search(said, line)
+    if found is None:
+        return False
+    # An owner is not the thing: "the King's crown" is a crown; "Our Gravedigger's drunk
+    # again" is the Gravedigger ('s for "is").
+    owned = _OWNED.match(found["after"])
+    return owned is None or _is_said_of(owned["next"], owned["then"] or "")
+
+
+def _is_said_of(word: str, then: str) -> bool:
+    """Whether the word after an "'s" (`word`, then `then`) says something of its owner ("is"
+    or "has": "'s drunk again", "'s gone", "'s not here"), not what it owns ("'s crown"): a
+    word of a closed class (`_AFTER_IS`), a participle or an adverb by its ending, or one an
+    adverb of time follows."""
+    low = word.lower()
+    ending = len(low) > 4 and low.endswith(("ed", "ing", "ly", "en"))
+    return low in _AFTER_IS or ending or then.lower() in _AFTER_IS
+
+
+def _in_reason(line: str, value: str) -> bool:
+    """Whether every place `line` says `value` lies in a clause giving a reason (`_REASON`:
+    "..., Ilsa sprained her ankle.")."""
+    clauses = [(m.start(), m.end()) for m in _REASON.finditer(line)]
+    places = [m.start() for m in re.finditer(re.escape(value), line)]
+    return bool(places) and all(any(a <= at < b for a, b in clauses) for at in places)
+
+
+def _addressed(line: str, value: str) -> bool:
+    """Whether `value` is a name `line` is said to: capitalised, closing a sentence after a
+    comma ("Put it on my tab, Ilse.", "Two more, Hilda!")."""
+    said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
+    return value[:1].isupper() and re.search(said, line) is not None
+
+
+def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:
+    """Whether a string argument holds a message (`is_sentence`), not whom it is for: "Who
+    the message is for" is a name, widened as any name is ("the coast guard")."""
+    return is_sentence(param, by) and not takes_person(param)
+
+
+def _names(line: str, value: str, name: str) -> bool:
+    """Whether `value` is followed in `line` by `name`'s words ("galley" in "the galley
+    locker" for a "locker"), singular or plural."""
+    said = " ".join(WORD.findall(spelled(name))).lower()
+    if not said:
+        return False
+    after = rf"{re.escape(value)}\s+{re.escape(said.removesuffix('s'))}s?(?![\w'-])"
+    return re.search(after, line, re.IGNORECASE) is not None
+
+
+def _for_whom(line: str, value: str) -> bool:
+    """Whether `value` is said of whom something is for in `line`: in a phrase that "for"
+    opens, to the clause's end ("for my friend", "for Rosa's crew", "for the north gate
+    guards")."""
+    said = rf"\bfor\s+(?:[^,.;:!?]*?\s)?{re.escape(value)}(?:'s)?(?![\w'-])"
+    return re.search(said, line, re.IGNORECASE) is not None
+
+
+def _starts(text: str, words: str) -> bool:
+    """Whether `text` starts with the whole words `words` ("gold" does not start with "go")."""
+    return text.startswith(words) and not WORD.match(text[len(words) :])

@@ -37,9 +37,10 @@ the tools' words ("the north door looks old") to catch a model that matches word
   sha256 cc8bc1ad641c5c4513eeb6324427fbb13b6bdefb33d9f489e528663947ef326d): written with
   mine by the same hand, kept sealed through the next round of tuning, judged once at its end,
   a development set since like the five above.
-- A set written after that one (`data/stables_sealed.json`, a coaching inn's stable master;
-  sha256 44d723e2c168f190df1bfd3b5e9e8a97ebe18b5f30480f5e1010046e9868039b) is kept sealed,
-  unread and unrun, for the next judgement; it is listed here once judged.
+- **stables** (`data/stables_sealed.json`, 58 lines, 6 tools, a coaching inn's stable master;
+  sha256 44d723e2c168f190df1bfd3b5e9e8a97ebe18b5f30480f5e1010046e9868039b): written sealed by
+  someone who had not read how decisions are scored, after playhouse was judged, judged once
+  at the end of the tuning that followed, a development set since like the six above.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -332,7 +333,7 @@ FERRYMAN = load_set(_DATA / "ferryman_sealed.json", _JUDGED)
 LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
-STABLES = load_set(_DATA / "stables_sealed.json")
+STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

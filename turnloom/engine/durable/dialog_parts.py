@@ -173,10 +173,9 @@ def _interaction(interaction: Interaction) -> tuple[int, bytes]:
         messages = dialog_to_messages((interaction,), copied=False)
         return len(messages), _packed_body(messages)
     # `dialog_to_messages` of one unpinned interaction, inline (at every completion of every
-    # durable agent): its user message, then its own; packed in one call, the header cut off.
+    # durable agent): its user message, then its own.
     flat = [{"role": "user", "content": interaction.user_message}, *interaction.messages]
-    count = len(flat)
-    return count, _PACKER.pack(flat)[1 if count < 16 else 3 if count < 0x10000 else 5 :]
+    return len(flat), _packed_body(flat)
 
 
 def _sealed(interactions: list[Interaction]) -> tuple[int, int, bytes]:

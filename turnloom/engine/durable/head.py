@@ -8,19 +8,19 @@ Byte for byte `snapshot.pack(snapshot.head_document(...))`: the entries and thei
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from ..graph.builder import CompiledGraph
-from ..support.clock import VirtualClock
 from ..turns.results import TurnResult
 from .snapshot import (
     _constant,
     _latest,
     _paused_turn,
     _settled,
+    now_and_offset,
+    pause_deadline,
 )
 
 if TYPE_CHECKING:
@@ -120,10 +120,7 @@ class HeadPacker:
             return b"".join((header, constant, self._settled, _PACKER.pack(latest)[1:]))
         # Every pause's and completion's write, as a rule: `_latest`'s three entries (when,
         # the paused turn, the dialog) from packed pieces.
-        # `now_and_offset`, inline: one reading of the clock for "saved_at" and the pause.
-        runtime = agent.runtime
-        now = runtime.log_time()
-        offset = 0.0 if isinstance(runtime.clock, VirtualClock) else time.time() - now
+        now, offset = now_and_offset(agent.runtime)  # one reading: "saved_at" and the pause
         header, settled, saved_at = self._header, self._settled, _PACKER.pack(now + offset)
         turn = agent.turn
         if turn.pause is None:
@@ -178,8 +175,7 @@ class HeadPacker:
             self._paused = _unchanging_paused(key)
             self._paused_key = key
         started = pause.started_at
-        # `snapshot.pause_deadline`, inline: this runs at every pause of every durable agent.
-        deadline = self.deadline = started + timeout_ms / 1000 + offset if timeout_ms else None
+        deadline = self.deadline = pause_deadline(turn, offset)
         interaction = turn.interaction
         return b"".join(
             (

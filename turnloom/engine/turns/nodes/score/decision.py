@@ -190,8 +190,7 @@ async def decide_by_score(
     if only_lookups and not (lookups and question):
         return ScoreDecision(no_call, diagnostics)
     # What the line names, and what it counts ("2 torches") where a tool takes a count of it.
-    counted = counted_words(tools, line)
-    named = [w + c for w, c in zip(shared_words(tools, line), counted, strict=True)]
+    named = _named(tools, line)
     names = [tool.name for tool in tools]
     if requested and last_call in names and (not any(named) or same or _more_of(tools, line)):
         # A request right after a call that names no tool follows that call up ("And four
@@ -235,11 +234,14 @@ def _more_of(tools: Sequence[ToolDefinition], line: str) -> bool:
     and names no tool but in what it says that is for ("And two more for Rosa's crew.")."""
     if not MORE.search(line):
         return False
-    rest = _FOR.sub("", line)
-    named = [
-        w + c for w, c in zip(shared_words(tools, rest), counted_words(tools, rest), strict=True)
-    ]
-    return not any(named)
+    return not any(_named(tools, _FOR.sub("", line)))
+
+
+def _named(tools: Sequence[ToolDefinition], line: str) -> list[float]:
+    """Per tool, how much `line` names it: its words, and what it counts where the tool takes
+    a count of it ("2 torches")."""
+    counted = counted_words(tools, line)
+    return [w + c for w, c in zip(shared_words(tools, line), counted, strict=True)]
 
 
 def _last_call(past: Interaction) -> str | None:

@@ -83,6 +83,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     errand, with the clause a message verb introduces first), not the words another argument
     of the call took, then the values earlier calls gave it."""
     sentence = is_message(param)
+    message = is_message(param, MESSAGE)  # "What to carry" is a sentence, not a message
     longest = 8 if sentence else 4
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
     # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
@@ -93,7 +94,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     found = [v for v in found if v in asked] or found
     # Nor, for an object, what a reason clause says ("Call the understudy for Lady Morwen,
     # Ilsa sprained her ankle."): a message may be one ("Tell her, we're ready").
-    if not is_message(param, MESSAGE):
+    if not message:
         found = [v for v in found if not _in_reason(fill.line, v)] or found
     # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
     # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
@@ -109,14 +110,14 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # "Same for X" does it again for X: X is the value ("Same for the Gravedigger.").
     same = SAME_FOR.search(fill.line) is not None
     named = found if same else [v for v in found if not _for_whom(fill.line, v)]
-    earlier = [] if named else [v for v in fill.earlier if isinstance(v, str) and v]
+    earlier = [] if named else kept
     # More of the same is more of an earlier object, not of whom it is for: "And two more for
     # Rosa's crew." hands out the pickaxes again; a person or a name is that one ("Do the
     # same for Hollis.").
     if (
         earlier
         and MORE.search(fill.line)
-        and not (is_message(param, MESSAGE) or _is_name(param) or takes_person(param))
+        and not (message or _is_name(param) or takes_person(param))
     ):
         return list(dict.fromkeys(earlier))
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
@@ -124,14 +125,14 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         found = [*clauses(fill.line), *found]
     # What a number counts comes right after it ("three bandages", "Two coils, please."), for
     # an object described as what ("What to hand out") as for any object, not a message.
-    if fill.numeric and not is_message(param, MESSAGE):
+    if fill.numeric and not message:
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
     # Sea Lark") names one thing the line is about: an object or a place takes it whole, not
     # a word beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in
     # Port Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
-    if not is_message(param, MESSAGE) and not takes_person(param):
+    if not message and not takes_person(param):
         found = [v for v in found if _proper(fill.line, v)] or found
         # So does a capitalised word after an article or a possessive, a title or a name
         # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not

@@ -334,6 +334,7 @@ LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
+HARBOUR = load_set(_DATA / "harbour_sealed.json")
 
 SETS = {
     s.name: s
@@ -352,5 +353,6 @@ SETS = {
         MINE,
         PLAYHOUSE,
         STABLES,
+        HARBOUR,
     )
 }

@@ -335,7 +335,7 @@ MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 # data/harbour_sealed.json (a harbourmaster, 6 tools, 61 lines) is sealed: never read or run,
-# listed here only for its one judgement, of a way of reading arguments not yet built.
+# and left out of SETS until its one judgement, of a way of reading arguments not yet built.
 
 SETS = {
     s.name: s

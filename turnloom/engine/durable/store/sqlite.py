@@ -19,7 +19,8 @@ its new write, never between, and a group costs one commit however many agents i
 `synchronous=NORMAL` with WAL survives a process crash (`kill -9`) at any instant with nothing
 lost; a power cut may lose the last writes but never corrupts the file (SQLite's own
 guarantee). Pass `synchronous="FULL"` to make each write survive a power cut too, at the cost
-of an fsync (one per group).
+of an fsync (one per group). The log is copied back into the file by the store's own thread
+(`log_checkpoints`), not by whichever commit fills it.
 
 A file of an earlier schema is taken as it is and marked 3 once the tables and columns it lacks
 are added: schema 1 (whole snapshots only) and schema 2 (no constant table) hold whole heads,
@@ -37,6 +38,7 @@ from typing import Any, ClassVar
 
 from ...support.rejections import InvalidParamValue
 from .base import Store, Write
+from .log_checkpoints import BACKSTOP_PAGES, LogCheckpoints
 from .parts import SplitWrite, assemble
 from .slots import SQLiteSlots
 
@@ -95,8 +97,14 @@ class SQLiteStore(SQLiteSlots, Store):
                 f"store {os.fspath(path)!r} is not a SQLite database ({exc}); "
                 "the file was not changed: give the path of a turnloom store or of a new file"
             ) from None
-        self._db.execute("PRAGMA journal_mode=WAL")
+        (mode,) = self._db.execute("PRAGMA journal_mode=WAL").fetchone()
         self._db.execute(f"PRAGMA synchronous={synchronous}")
+        #: The log's checkpoints, off the loop (`log_checkpoints`); None for a database with no
+        #: log (":memory:").
+        self._checkpoints: LogCheckpoints | None = None
+        if mode == "wal":
+            self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+            self._checkpoints = LogCheckpoints(path, synchronous)
         # A group's statements of many rows each keep a statement journal (to undo one
         # statement alone): in memory, not a temporary file created, written and deleted for
         # many of the groups.
@@ -147,9 +155,14 @@ class SQLiteStore(SQLiteSlots, Store):
         """Every agent's row, changed parts and changed constant entries in one transaction
         (one commit for the group); refuses none."""
         rest = _rest_values(writes)
+        checkpoints = self._checkpoints
         if rest is not None:
             with self._lock:
+                if checkpoints is not None and checkpoints.finishing:
+                    checkpoints.finish(self._db)
                 self._db.execute(self._statement(_REST, len(writes)), rest)
+                if checkpoints is not None:
+                    checkpoints.committed(len(writes))
             return []
         # Blobs as bytearrays: the sqlite3 module adapts any other bytes-like parameter first,
         # which costs a failed attribute lookup and its exception per value.
@@ -179,17 +192,22 @@ class SQLiteStore(SQLiteSlots, Store):
             if parts or not base:
                 drops.append((agent_id, base))
                 sealed += [(agent_id, base + i, _blob(part)) for i, part in enumerate(parts)]
-        with self._lock, self._transaction():
-            if heads:
-                self._many(_HEADS, heads)
-            if rows:
-                self._many(_ROWS, rows)
-            if drops:
-                self._db.executemany(_DROP_PARTS, drops)
-            if sealed:
-                self._db.executemany(_ADD_PART, sealed)
-            if constants:
-                self._db.executemany(_SET_CONSTANT, constants)
+        with self._lock:
+            if checkpoints is not None and checkpoints.finishing:
+                checkpoints.finish(self._db)
+            with self._transaction():
+                if heads:
+                    self._many(_HEADS, heads)
+                if rows:
+                    self._many(_ROWS, rows)
+                if drops:
+                    self._db.executemany(_DROP_PARTS, drops)
+                if sealed:
+                    self._db.executemany(_ADD_PART, sealed)
+                if constants:
+                    self._db.executemany(_SET_CONSTANT, constants)
+            if checkpoints is not None:
+                checkpoints.committed(len(heads) + len(rows) + len(sealed) + len(constants))
         return []
 
     def _many(self, statement: tuple[str, str, str], rows: list[tuple[Any, ...]]) -> None:
@@ -282,6 +300,8 @@ class SQLiteStore(SQLiteSlots, Store):
     def close(self) -> None:
         """Write what is queued, then close the connection."""
         self.flush_queued()
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         with self._lock:
             self._db.close()
 

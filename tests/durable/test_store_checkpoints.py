@@ -98,24 +98,73 @@ def test_without_the_passes_the_log_grows_to_the_backstop(
 
 
 @pytest.mark.usefixtures("small_passes")
-def test_the_big_copy_is_the_threads_and_the_commit_after_it_copies_the_rest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_copies_are_the_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     where = []
     checkpoint = log_checkpoints._checkpoint
 
-    def recorded(db: sqlite3.Connection) -> None:
+    def recorded(db: sqlite3.Connection) -> tuple[int, int] | None:
         where.append(threading.current_thread().name)
-        checkpoint(db)
+        return checkpoint(db)
 
     monkeypatch.setattr(log_checkpoints, "_checkpoint", recorded)
     store = SQLiteStore(tmp_path / "game.db")
-    _write(store, 2 * (ROWS // GROUP + 1))
-    caller = threading.current_thread().name
-    # Each pass on the thread, then the finishing copy on the writer's thread before its commit.
-    assert where[:4] == ["turnloom-checkpoint", caller, "turnloom-checkpoint", caller]
+    _write(store, 2 * (ROWS // GROUP) + 1)
+    checkpoints = store._checkpoints
+    assert checkpoints is not None and checkpoints.passes == 2
+    # Nothing committed during a pass: its second copy finds nothing new, and the thread is
+    # caught up alone (the writes copy nothing themselves).
+    assert where == ["turnloom-checkpoint"] * 4
+    assert not checkpoints.finishing
     store.close()
     assert not any(thread.name == "turnloom-checkpoint" for thread in threading.enumerate())
+
+
+def _group(store: SQLiteStore, round_: int) -> None:
+    writes = [(1 + i, _document(1 + i, round_), None) for i in range(GROUP)]
+    assert store.save_many(writes) == []
+
+
+def _log_now(path: Path) -> int:
+    """The log's length now (pages; what a checkpoint from another connection reports)."""
+    with sqlite3.connect(path) as look:
+        busy, frames, _copied = look.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0
+    return int(frames)
+
+
+@pytest.mark.usefixtures("small_passes")
+def test_what_is_committed_during_a_pass_is_copied_by_the_same_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copied_once, committed = threading.Event(), threading.Event()
+    where = []
+    checkpoint = log_checkpoints._checkpoint
+
+    def between(db: sqlite3.Connection) -> tuple[int, int] | None:
+        where.append(threading.current_thread().name)
+        done = checkpoint(db)
+        if not copied_once.is_set():  # a group is committed after the pass's first copy
+            copied_once.set()
+            assert committed.wait(30)
+        return done
+
+    monkeypatch.setattr(log_checkpoints, "_checkpoint", between)
+    path = tmp_path / "game.db"
+    store = SQLiteStore(path)
+    for round_ in range(ROWS // GROUP):  # the last wakes the thread
+        _group(store, round_)
+    assert copied_once.wait(30)
+    _group(store, 100)  # during the pass
+    committed.set()
+    _pass_done(store)
+    checkpoints = store._checkpoints
+    assert checkpoints is not None and not checkpoints.finishing
+    # The first copy, one of group 100's pages, one that found nothing new.
+    assert where == ["turnloom-checkpoint"] * 3
+    _group(store, 101)  # its commit starts the log again
+    assert _log_now(path) <= 2 * GROUP
+    store.close()
+    assert _stored(path) == {1 + i: _document(1 + i, 101) for i in range(GROUP)}
 
 
 @pytest.mark.usefixtures("small_passes")
@@ -128,38 +177,29 @@ def test_what_a_pass_could_not_copy_is_copied_before_the_next_commit(
     gate = threading.Event()
     checkpoint = log_checkpoints._checkpoint
 
-    def held(db: sqlite3.Connection) -> None:
+    def held(db: sqlite3.Connection) -> tuple[int, int] | None:
         if threading.current_thread().name == "turnloom-checkpoint":
             assert gate.wait(30)
-        checkpoint(db)
+        return checkpoint(db)
 
     monkeypatch.setattr(log_checkpoints, "_checkpoint", held)
     path = tmp_path / "game.db"
     store = SQLiteStore(path)
     checkpoints = store._checkpoints
     assert checkpoints is not None
-
-    def group(round_: int) -> None:
-        writes = [(1 + i, _document(1 + i, round_), None) for i in range(GROUP)]
-        assert store.save_many(writes) == []
-
     for round_ in range(ROWS // GROUP):  # the last wakes the thread, held at the gate
-        group(round_)
+        _group(store, round_)
     reader = sqlite3.connect(path, isolation_level=None)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM turnloom_agents").fetchone()
-    group(100)  # after the reader's snapshot: the pass cannot copy it
+    _group(store, 100)  # after the reader's snapshot: the pass cannot copy it
     gate.set()
-    deadline = time.monotonic() + 30
-    while not checkpoints.finishing:
-        assert time.monotonic() < deadline, "the pass never ended"
-        time.sleep(0.001)
+    _pass_done(store)
+    assert checkpoints.finishing  # no copy of the pass caught up
     reader.execute("COMMIT")
     reader.close()
-    group(101)  # copies group 100 first, then starts the log again
-    with sqlite3.connect(path) as look:
-        busy, frames, _copied = look.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    assert busy == 0 and frames <= 2 * GROUP  # group 101's pages, not all since the start
+    _group(store, 101)  # copies group 100 first, then starts the log again
+    assert _log_now(path) <= 2 * GROUP  # group 101's pages, not all since the start
     store.close()
     assert _stored(path) == {1 + i: _document(1 + i, 101) for i in range(GROUP)}
 

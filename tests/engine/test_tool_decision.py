@@ -956,8 +956,42 @@ def test_the_one_a_line_is_said_to_is_not_a_value() -> None:
     fill = ss.Fill("", "", ", ", line, frozenset({"put", "tab", "customer", "silver"}), True)
     values = ss.string_values(fill, customer)
     assert "Ilse" not in values and "Gerrit" in values
-    assert ss._addressed("Two more, Hilda!", "Hilda")
-    assert not ss._addressed("Tell Hilda, then.", "Hilda")
+    assert ss._addressed("Two more, Hilda!", "Hilda", "customer")
+    assert not ss._addressed("Tell Hilda, then.", "Hilda", "customer")
+    # A name after a comma that names the argument's own thing is that thing's name.
+    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
+    line = "Now the other pack horse, Old Tam."
+    assert not ss._addressed(line, "Old Tam", "horse")
+    fill = ss.Fill("", "", ", ", line, frozenset({"saddle", "horse", "pack"}), False)
+    assert ss.string_values(fill, horse)[0] == "Old Tam"
+
+
+def test_a_name_may_open_a_sentence_as_its_subject_and_a_place_is_no_name() -> None:
+    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
+
+    def names(line: str) -> list[str]:
+        fill = ss.Fill("", "", ", ", line, frozenset({"feed", "horse", "scoops"}), True)
+        return ss.string_values(fill, horse)
+
+    assert names("Bramble looks half-starved. A couple of scoops for her, please.") == ["Bramble"]
+    assert names("Captain's running today. Two scoops for him.") == ["Captain"]
+    # Where she came from is a place, not her name.
+    line = "Juniper hauled the cart all the way from Hollin Cross. She's earned a dozen scoops."
+    assert names(line) == ["Juniper"]
+    # An order opens with its verb, an article with no name: neither is one.
+    assert "Give" not in names("Give the grey mare two scoops.")
+    assert "The" not in names("The horses need feeding, two scoops for the bay.")
+
+
+def test_a_number_counts_things_not_whose_they_are() -> None:
+    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
+    line = "Give Sorrel 3 scoops of oats, she's come a long road."
+    fill = ss.Fill("", "", ", ", line, frozenset({"feed", "horse", "scoops"}), True)
+    assert ss.string_values(fill, horse) == ["Sorrel"]
+    # An object is still what the number counts.
+    item = tl.ToolParamDefinition("item", "string", "What to order.")
+    fill = ss.Fill("", "", ", ", "Order 3 sacks of oats for Sorrel.", frozenset(), True)
+    assert ss.string_values(fill, item)[0].startswith("sacks")
 
 
 def test_a_things_name_is_a_capitalised_span() -> None:

@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass
 
 from ....graph.params import ToolParamDefinition
+from .numbers import is_number
 from .values import (
+    FILLER,
     MORE,
     SENTENCE_WORDS,
     WORD,
@@ -88,7 +90,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
     # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
     # to the shopkeeper.
-    found = [v for v in found if not _addressed(fill.line, v)]
+    found = [v for v in found if not _addressed(fill.line, v, param.name)]
     # Nor what it turns down: "the oak chest, not the pine one".
     asked = unnegated(fill.line)
     found = [v for v in found if v in asked] or found
@@ -124,8 +126,11 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     if sentence:
         found = [*clauses(fill.line), *found]
     # What a number counts comes right after it ("three bandages", "Two coils, please."), for
-    # an object described as what ("What to hand out") as for any object, not a message.
-    if fill.numeric and not message:
+    # an object described as what ("What to hand out") as for any object, not a message, nor a
+    # name or a person: a number counts things, not whom they are for ("Give Sorrel 3 scoops
+    # of oats" feeds Sorrel).
+    named_one = _is_name(param) or takes_person(param)
+    if fill.numeric and not message and not named_one:
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
@@ -140,8 +145,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         found = [v for v in found if _titled(fill.line, v)] or found
     # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
     # in "her sister ship".
+    # Not where something comes from or goes ("from Hollin Cross"): a place. A name that
+    # opens a sentence is one its verb follows ("Bramble looks half-starved.", "Captain's
+    # running"), where an order opens with its verb ("Give him...").
     if _is_name(param):
-        found = [v for v in found if _capitalised(fill.line, v)] or found
+        named = [v for v in found if _capitalised(fill.line, v)]
+        unplaced = [v for v in named if not _placed(fill.line, v)]
+        found = unplaced or _subjects(fill.line, fill.avoid) or named or found
     # A span right before the argument's own name is its value: "the galley locker" says
     # which locker, "the north door" which door.
     found = [v for v in found if _names(fill.line, v, param.name)] or found
@@ -164,6 +174,30 @@ def _capitalised(line: str, value: str) -> bool:
     at = line.find(value)
     opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
     return not opens and all(w[:1].isupper() for w in WORD.findall(value))
+
+
+def _placed(line: str, value: str) -> bool:
+    """Whether `value` is said in `line` only as a place: after "from", "to", "at", "in",
+    "into", "near" or "past" ("all the way from Hollin Cross")."""
+    places = re.finditer(re.escape(value), line)
+    before = r"\b(?:from|to|at|in|into|near|past)\s+(?:the\s+)?$"
+    return all(re.search(before, line[: m.start()], re.I) for m in places)
+
+
+#: A sentence's first word, capitalised, then an "'s" or a verb that says what it does
+#: ("Bramble looks", "Juniper hauled", "Captain's running").
+_SUBJECT = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+)(?:'s\b|\s+[a-z]+(?:s|ed)\b)")
+
+
+def _subjects(line: str, avoid: frozenset[str]) -> list[str]:
+    """The names that open a sentence of `line` as its subject (`_SUBJECT`), but the words
+    to `avoid`."""
+    found = (m.group(1) for m in _SUBJECT.finditer(line))
+    return [
+        name
+        for name in found
+        if not (name.lower() in avoid or name.lower() in FILLER or is_number(name.lower()))
+    ]
 
 
 def _proper(line: str, value: str) -> bool:
@@ -209,11 +243,16 @@ def _in_reason(line: str, value: str) -> bool:
     return bool(places) and all(any(a <= at < b for a, b in clauses) for at in places)
 
 
-def _addressed(line: str, value: str) -> bool:
+def _addressed(line: str, value: str, name: str) -> bool:
     """Whether `value` is a name `line` is said to: capitalised, closing a sentence after a
-    comma ("Put it on my tab, Ilse.", "Two more, Hilda!")."""
+    comma ("Put it on my tab, Ilse.", "Two more, Hilda!"); not one that names what the words
+    before the comma are, the argument's own thing ("the other pack horse, Old Tam." for a
+    "horse")."""
     said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
-    return value[:1].isupper() and re.search(said, line) is not None
+    if not value[:1].isupper() or re.search(said, line) is None:
+        return False
+    thing = " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
+    return not thing or re.search(rf"\b{re.escape(thing)}s?{said}", line, re.I) is None
 
 
 def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:

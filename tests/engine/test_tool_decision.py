@@ -983,6 +983,20 @@ def test_a_name_may_open_a_sentence_as_its_subject_and_a_place_is_no_name() -> N
     assert "The" not in names("The horses need feeding, two scoops for the bay.")
 
 
+def test_an_owner_is_whose_the_thing_is() -> None:
+    owner = tl.ToolParamDefinition("owner", "string", "The name of the horse's owner.")
+
+    def owners(line: str) -> list[str]:
+        fill = ss.Fill("", "", ", ", line, frozenset({"board", "horse", "owner", "nights"}), True)
+        return ss.string_values(fill, owner)
+
+    assert owners("The magistrate's horse stays two nights while he sits at the assizes.") == [
+        "magistrate"
+    ]
+    assert owners("board mistress odile's mare for a fortnight")[0] == "mistress odile"
+    assert owners("Keep my horse three nights. Name's Harlan Pike.") == ["Harlan Pike"]
+
+
 def test_a_number_counts_things_not_whose_they_are() -> None:
     horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
     line = "Give Sorrel 3 scoops of oats, she's come a long road."

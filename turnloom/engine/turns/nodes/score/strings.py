@@ -145,6 +145,10 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         found = [v for v in found if _titled(fill.line, v)] or found
     # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
     # in "her sister ship".
+    # An owner is the one the line says something is of: "The magistrate's horse", "board
+    # mistress odile's mare".
+    if _is_owner(param):
+        found = [v for v in found if _owns(fill.line, v)] or found
     # Not where something comes from or goes ("from Hollin Cross"): a place. A name that
     # opens a sentence is one its verb follows ("Bramble looks half-starved.", "Captain's
     # running"), where an order opens with its verb ("Give him...").
@@ -166,6 +170,16 @@ def _is_name(param: ToolParamDefinition) -> bool:
     (whom a player may call "the doctor")."""
     said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
     return "name" in said and not takes_person(param)
+
+
+def _is_owner(param: ToolParamDefinition) -> bool:
+    """Whether a string argument is whose something is ("The name of the horse's owner.")."""
+    return "owner" in WORD.findall(f"{spelled(param.name)} {param.description}".lower())
+
+
+def _owns(line: str, value: str) -> bool:
+    """Whether `line` says `value` owns something: "'s" right after it ("Widow Greaves's")."""
+    return re.search(rf"{re.escape(value)}'s?(?![\w'-])", line) is not None
 
 
 def _capitalised(line: str, value: str) -> bool:

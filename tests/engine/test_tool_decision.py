@@ -997,6 +997,18 @@ def test_an_owner_is_whose_the_thing_is() -> None:
     assert owners("Keep my horse three nights. Name's Harlan Pike.") == ["Harlan Pike"]
 
 
+def test_the_same_message_is_the_last_one_and_a_title_keeps_its_point() -> None:
+    message = tl.ToolParamDefinition("message", "string", "The message the rider carries.")
+    line = "And send the same message to Kell's Ferry."
+    avoid = frozenset({"send", "rider", "destination", "message"})
+    fill = ss.Fill("", "", ", ", line, avoid, False, earlier=("The coach is delayed.",))
+    assert ss.string_values(fill, message) == ["The coach is delayed."]
+    where = tl.ToolParamDefinition("destination", "string", "Where the rider should go.")
+    line = "Get a rider up to the Abbey of St. Wenna. The message is: send the physician."
+    assert ss.string_values(ss.Fill("", "", ", ", line, avoid, False), where) == ["St. Wenna"]
+    assert len(sse.sentences(line)) == 2
+
+
 def test_a_number_counts_things_not_whose_they_are() -> None:
     horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
     line = "Give Sorrel 3 scoops of oats, she's come a long road."

@@ -10,8 +10,11 @@ import re
 __all__ = ["WHERE_ONE_WILL_BE", "sentences", "without_thanks"]
 
 
-#: Where one sentence ends and the next starts: a closing mark, then space.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+#: Where one sentence ends and the next starts: a closing mark, then space; not the point of
+#: a title ("the Abbey of St. Wenna", "Dr. Hale").
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])(?<!\bSt\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bMt\.)(?<!\bMrs\.)\s+(?=\S)"
+)
 
 
 #: A sentence that tells where the speaker will be: "I'll be in my dressing room.", "We will be

@@ -101,6 +101,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
     # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
     kept = [v for v in fill.earlier if isinstance(v, str) and v]
+    # "The same message" (to another place) is the earlier call's message.
+    if kept and _same(fill.line, param.name):
+        return kept[-1:]
     corrected = CORRECTION.search(fill.line)
     if corrected and kept:
         found = [v for v in found if v in corrected.group(1)]
@@ -273,6 +276,12 @@ def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) 
     """Whether a string argument holds a message (`is_sentence`), not whom it is for: "Who
     the message is for" is a name, widened as any name is ("the coast guard")."""
     return is_sentence(param, by) and not takes_person(param)
+
+
+def _same(line: str, name: str) -> bool:
+    """Whether `line` asks for the same `name` again ("send the same message to...")."""
+    said = " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
+    return bool(said) and re.search(rf"\bsame\s+{re.escape(said)}s?\b", line, re.I) is not None
 
 
 def _names(line: str, value: str, name: str) -> bool:

@@ -78,6 +78,8 @@ _PREPOSITIONS = frozenset(
 #: Words before "one" that make it a pronoun, not a count ("no one", "this one").
 _NOT_A_COUNT = frozenset(words("no the this that which any each every"))
 WORD = re.compile(r"[\w'-]+")
+#: Titles written with a point, which ends no sentence nor value ("the Abbey of St. Wenna").
+TITLES = frozenset(("St", "Mr", "Mrs", "Ms", "Dr", "Mt"))
 #: Words of a string argument's name or description that make its value a sentence (a
 #: message, an errand), not a name: its spans run longer.
 SENTENCE_WORDS = frozenset(words("message text errand note reason says say what"))
@@ -204,8 +206,9 @@ def spans(
     for lenient in (False, True):
         for i, first in enumerate(words):
             for j in range(i, min(i + longest, len(words))):
-                if j > i and line[words[j - 1].end() : words[j].start()].strip():
-                    break  # a value does not run across punctuation
+                gap = line[words[j - 1].end() : words[j].start()].strip()
+                if j > i and gap and not (gap == "." and words[j - 1].group() in TITLES):
+                    break  # a value does not run across punctuation, but a title's point
                 inner = [w.group().lower() for w in words[i : j + 1]]
                 cut = _possessive(inner[-1])  # "Hobb's" ends at "Hobb"
                 end = words[j].end() - cut

@@ -1032,6 +1032,13 @@ def test_a_things_name_is_a_capitalised_span() -> None:
     assert ss._is_name(ship) and not ss._is_name(who)
 
 
+def test_a_span_of_time_counts_one_of_itself() -> None:
+    # "for a week" counts in what a tool counts in days or nights, as "for two nights" does.
+    assert sv.counted_nouns("Stable Sir Edwin's charger for a week; he paid.") == [("week",)]
+    assert sv.counted_nouns("Put up her pony for a single night.") == [("night",)]
+    assert sv.counted_nouns("I need a horse.") == []
+
+
 def test_what_a_count_counts_is_the_object_even_described_as_what() -> None:
     # A count word ("a dozen", "a couple of") is passed over to what it counts.
     line = "Half a dozen candles for the lower crew"

@@ -46,6 +46,8 @@ _ORDINALS = {
 _ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+#: Spans of time an argument counted in days or nights counts in too.
+DAY_SPANS = frozenset(_DAYS)
 #: Spans of time in minutes: "a quarter of an hour" is 15 of an argument counted in minutes.
 _MINUTES: dict[str, float] = {"minute": 1, "hour": 60}
 #: A number a span of time is counted in: digits, "a", "an" or a number word.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from ...dialog.projection import Interaction
-from .numbers import COUNTS, is_number, singular
+from .numbers import COUNTS, DAY_SPANS, is_number, singular
 
 __all__ = [
     "DETERMINERS",
@@ -138,6 +138,12 @@ def counted_nouns(line: str) -> list[tuple[str, ...]]:
     counted: list[tuple[str, ...]] = []
     for i, word in enumerate(low):
         at = i + 1
+        if word in ("a", "an") and joined(at):
+            # "a week", "a single night": a span of time counts one of itself.
+            span = at + (low[at] == "single" and joined(at + 1))
+            if low[span] in DAY_SPANS:
+                counted.append((low[span],))
+                continue
         if (is_number(word) or word in ("a", "an")) and joined(at) and singular(low[at]) in COUNTS:
             at += 1  # "a dozen", "two pairs"
         elif not is_number(word) or (word == "one" and i and low[i - 1] in _NOT_A_COUNT):

@@ -49,6 +49,7 @@ from functools import lru_cache
 import snowballstemmer
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
+from .numbers import DAY_SPANS
 from .values import (
     DETERMINERS,
     FILLER,
@@ -105,8 +106,6 @@ _SILENT = FILLER | frozenset(
 )
 #: Words that make a string argument a message, not an object: "What to buy" is an object.
 _MESSAGE = SENTENCE_WORDS - {"what"}
-#: Spans of time an argument counted in days or nights counts in too.
-_SPANS = frozenset(["day", "night", "week", "fortnight"])
 _STEMMER = snowballstemmer.stemmer("english")
 #: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest".
 _POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start"])
@@ -270,7 +269,7 @@ def _counts_in(tool: ToolDefinition, noun: tuple[str, ...], stems: frozenset[str
         if stems & _stems(said):
             return True
         in_days = any(w in said.lower() for w in ("day", "night"))
-        if in_days and any(w.removesuffix("s") in _SPANS for w in noun):
+        if in_days and any(w.removesuffix("s") in DAY_SPANS for w in noun):
             return True
     return False
 

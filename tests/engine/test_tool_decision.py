@@ -1029,7 +1029,35 @@ def test_a_things_name_is_a_capitalised_span() -> None:
     assert not ss._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
     # A person is no thing's name: a player may call her "the doctor".
     who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
-    assert ss._is_name(ship) and not ss._is_name(who)
+    assert sv.is_name(ship) and not sv.is_name(who)
+
+
+def test_more_for_someone_the_line_does_not_name_is_more_for_the_same_one() -> None:
+    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
+
+    def horses(line: str) -> list[str]:
+        avoid = frozenset({"feed", "horse", "scoops"})
+        return ss.string_values(
+            ss.Fill("", "", ", ", line, avoid, True, earlier=("Juniper",)), horse
+        )
+
+    assert horses("And two more for him, he's still hungry.") == ["Juniper"]
+    assert horses("Do the same for Hollis.") == ["Hollis"]
+    # A count is of things, not of a horse: only a tool taking an object takes "sacks".
+    feed = tl.ToolDefinition(
+        "feed_horse",
+        "Gives one horse oats.",
+        [horse, tl.ToolParamDefinition("scoops", "integer", "How many scoops.")],
+    )
+    order = tl.ToolDefinition(
+        "order_supplies",
+        "Orders stable supplies.",
+        [
+            tl.ToolParamDefinition("item", "string", "What to order."),
+            tl.ToolParamDefinition("quantity", "integer", "How many to order."),
+        ],
+    )
+    assert sw.counted_words([feed, order], "Ten sacks, quick as you can.")[0] == 0.0
 
 
 def test_a_span_of_time_counts_one_of_itself() -> None:

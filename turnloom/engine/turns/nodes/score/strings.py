@@ -19,6 +19,7 @@ from .values import (
     WORD,
     after_numbers,
     clauses,
+    is_name,
     is_sentence,
     spans,
     spelled,
@@ -96,8 +97,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     found = [v for v in found if v in asked] or found
     # Nor, for an object, what a reason clause says ("Call the understudy for Lady Morwen,
     # Ilsa sprained her ankle."): a message may be one ("Tell her, we're ready").
+    # A line whose every candidate says why names nothing ("And two more for him, he's still
+    # hungry."): the earlier call's value stays.
+    reasons_only = False
     if not message:
-        found = [v for v in found if not _in_reason(fill.line, v)] or found
+        unreasoned = [v for v in found if not _in_reason(fill.line, v)]
+        reasons_only = bool(found) and not unreasoned
+        found = unreasoned or found
     # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
     # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
     kept = [v for v in fill.earlier if isinstance(v, str) and v]
@@ -115,15 +121,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # "Same for X" does it again for X: X is the value ("Same for the Gravedigger.").
     same = SAME_FOR.search(fill.line) is not None
     named = found if same else [v for v in found if not _for_whom(fill.line, v)]
-    earlier = [] if named else kept
+    earlier = [] if named and not reasons_only else kept
     # More of the same is more of an earlier object, not of whom it is for: "And two more for
-    # Rosa's crew." hands out the pickaxes again; a person or a name is that one ("Do the
-    # same for Hollis.").
-    if (
-        earlier
-        and MORE.search(fill.line)
-        and not (message or _is_name(param) or takes_person(param))
-    ):
+    # Rosa's crew." hands out the pickaxes again; a person or a name is the one it is for, if
+    # the line names one ("Do the same for Hollis.", not "two more for him").
+    whom = is_name(param) or takes_person(param)
+    for_whom = [v for v in found if v not in named] if not reasons_only else []
+    if earlier and MORE.search(fill.line) and not message and not (whom and for_whom):
         return list(dict.fromkeys(earlier))
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
     if sentence:
@@ -132,7 +136,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # an object described as what ("What to hand out") as for any object, not a message, nor a
     # name or a person: a number counts things, not whom they are for ("Give Sorrel 3 scoops
     # of oats" feeds Sorrel).
-    named_one = _is_name(param) or takes_person(param)
+    named_one = is_name(param) or takes_person(param)
     if fill.numeric and not message and not named_one:
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
@@ -155,7 +159,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # Not where something comes from or goes ("from Hollin Cross"): a place. A name that
     # opens a sentence is one its verb follows ("Bramble looks half-starved.", "Captain's
     # running"), where an order opens with its verb ("Give him...").
-    if _is_name(param):
+    if is_name(param):
         named = [v for v in found if _capitalised(fill.line, v)]
         unplaced = [v for v in named if not _placed(fill.line, v)]
         found = unplaced or _subjects(fill.line, fill.avoid) or named or found
@@ -166,13 +170,6 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
-
-
-def _is_name(param: ToolParamDefinition) -> bool:
-    """Whether a string argument is a thing's name ("The ship's name."), not a person
-    (whom a player may call "the doctor")."""
-    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
-    return "name" in said and not takes_person(param)
 
 
 def _is_owner(param: ToolParamDefinition) -> bool:

@@ -190,6 +190,13 @@ def takes_person(param: ToolParamDefinition) -> bool:
     )
 
 
+def is_name(param: ToolParamDefinition) -> bool:
+    """Whether a string argument is a thing's name ("The ship's name."), not a person
+    (whom a player may call "the doctor")."""
+    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
+    return "name" in said and not takes_person(param)
+
+
 def clauses(line: str) -> list[str]:
     """What a line relays as a message: the words after "that", "saying" or a colon, to the
     end of the sentence."""

@@ -57,6 +57,7 @@ from .values import (
     WORD,
     counted_nouns,
     enum_values,
+    is_name,
     is_sentence,
     spelled,
     takes_person,
@@ -283,7 +284,9 @@ def _takes_object(tool: ToolDefinition, stems: frozenset[str]) -> bool:
         values = enum_values(param)
         if values and stems & _stems(" ".join(values)):
             return True
-        if param.type == "string" and not values and not is_sentence(param, _MESSAGE):
+        # Not a name nor a person: a number counts things, not whose they are.
+        whose = is_name(param) or takes_person(param)
+        if param.type == "string" and not (values or whose or is_sentence(param, _MESSAGE)):
             return True
     return False
 

@@ -1060,6 +1060,13 @@ def test_more_for_someone_the_line_does_not_name_is_more_for_the_same_one() -> N
     assert sw.counted_words([feed, order], "Ten sacks, quick as you can.")[0] == 0.0
 
 
+def test_a_side_opposite_to_one_values_says_the_other() -> None:
+    phrases = ("raise the hood and run the coach closed", "run it open")
+    # Lowering the hood is the opposite of raising it: the other value.
+    assert sw.opposed_sides(phrases, "Six horses, and keep the hood down.") == [0, 2]
+    assert sw.opposed_sides(phrases, "Four horses, hood up, it's pouring.") == [0, 0]
+
+
 def test_a_span_of_time_counts_one_of_itself() -> None:
     # "for a week" counts in what a tool counts in days or nights, as "for two nights" does.
     assert sv.counted_nouns("Stable Sir Edwin's charger for a week; he paid.") == [("week",)]

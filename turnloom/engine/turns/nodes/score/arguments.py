@@ -81,7 +81,7 @@ from .values import (
     value_words,
     widened,
 )
-from .words import WORDS_WEIGHT, phrase_words, polar_words
+from .words import WORDS_WEIGHT, opposed_sides, phrase_words, polar_words
 
 __all__ = ["DIALOG_CHARS", "DIALOG_TURNS", "EXAMPLES", "Arguments", "fill_arguments"]
 
@@ -224,7 +224,8 @@ async def _fill(
         )
         if param.type == "boolean":  # the words of its description's phrase for each value
             phrases = _phrases(param.description, fill.tool_description)
-            named = [polar_words(phrase, line) for phrase in phrases]
+            opposed = opposed_sides(phrases, line)
+            named = [polar_words(p, line) + o for p, o in zip(phrases, opposed, strict=True)]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
             if is_urgency(param) and says_unhurried(line):  # "No hurry, but...": it says so
                 return False, math.nan

@@ -339,6 +339,21 @@ def polar_words(phrase: str, line: str) -> int:
     return len(shared) + len(shared & {_GOING, _STOPPED, _RAISED, _LOWERED})
 
 
+#: Each side's opposite: a boolean's two values are opposites.
+_OPPOSITE = {_GOING: _STOPPED, _STOPPED: _GOING, _RAISED: _LOWERED, _LOWERED: _RAISED}
+
+
+def opposed_sides(phrases: Sequence[str], line: str) -> list[int]:
+    """Per phrase of a boolean's two ("true to raise the hood", "false to run it open"), the
+    sides `line` says (`polar_words`) whose opposite the other phrase says, each counted as a
+    side is: "keep the hood down" lowers it, so it says what raising it does not, false."""
+    if len(phrases) != 2:
+        return [0] * len(phrases)
+    said = _polar_stems(line) & set(_OPPOSITE)
+    sides = [_polar_stems(phrase) for phrase in phrases]
+    return [2 * sum(_OPPOSITE[side] in sides[1 - i] for side in said) for i in range(2)]
+
+
 def _polar_stems(text: str) -> set[str]:
     said = WORD.findall(text)
     found: set[str] = set()

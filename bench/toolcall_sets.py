@@ -334,8 +334,7 @@ LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
-# data/harbour_sealed.json (a harbourmaster, 6 tools, 61 lines) is sealed: never read or run,
-# and left out of SETS until its one judgement, of a way of reading arguments not yet built.
+HARBOUR = load_set(_DATA / "harbour_sealed.json")
 
 SETS = {
     s.name: s
@@ -354,5 +353,6 @@ SETS = {
         MINE,
         PLAYHOUSE,
         STABLES,
+        HARBOUR,
     )
 }

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twelve sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Fifteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -41,6 +41,10 @@ the tools' words ("the north door looks old") to catch a model that matches word
   sha256 44d723e2c168f190df1bfd3b5e9e8a97ebe18b5f30480f5e1010046e9868039b): written sealed by
   someone who had not read how decisions are scored, after playhouse was judged, judged once
   at the end of the tuning that followed, a development set since like the six above.
+- **harbour** (`data/harbour_sealed.json`, 61 lines, 6 tools, a harbourmaster;
+  sha256 fe55226245d7b6d2d2458442bba5489afd03eb8885756e07241db2793f44a05f): written sealed by
+  someone who had not read how decisions are scored, kept out of every run until it judged
+  the work on names, owners, spans of time and opposite sides, a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -334,7 +338,7 @@ LIGHTHOUSE = load_set(_DATA / "lighthouse_sealed.json", _JUDGED)
 MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
-HARBOUR = load_set(_DATA / "harbour_sealed.json")
+HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -1005,7 +1005,9 @@ def test_the_same_message_is_the_last_one_and_a_title_keeps_its_point() -> None:
     assert ss.string_values(fill, message) == ["The coach is delayed."]
     where = tl.ToolParamDefinition("destination", "string", "Where the rider should go.")
     line = "Get a rider up to the Abbey of St. Wenna. The message is: send the physician."
-    assert ss.string_values(ss.Fill("", "", ", ", line, avoid, False), where) == ["St. Wenna"]
+    assert ss.string_values(ss.Fill("", "", ", ", line, avoid, False), where) == [
+        "Abbey of St. Wenna"
+    ]
     assert len(sse.sentences(line)) == 2
 
 
@@ -1065,6 +1067,22 @@ def test_a_side_opposite_to_one_values_says_the_other() -> None:
     # Lowering the hood is the opposite of raising it: the other value.
     assert sw.opposed_sides(phrases, "Six horses, and keep the hood down.") == [0, 2]
     assert sw.opposed_sides(phrases, "Four horses, hood up, it's pouring.") == [0, 0]
+
+
+def test_a_place_is_where_the_line_sends_something_all_of_its_name() -> None:
+    where = tl.ToolParamDefinition("destination", "string", "The port the travellers go to.")
+    avoid = frozenset({"book", "passage", "destination", "passengers"})
+
+    def places(line: str) -> list[str]:
+        return ss.string_values(ss.Fill("", "", ", ", line, avoid, True), where)
+
+    # Not what the number counts ("seats"), nor a word that starts the place's name.
+    assert places("Three seats on the next ship to the Isle of Kerrow, please.") == [
+        "Isle of Kerrow"
+    ]
+    assert places("A couple of places aboard anything bound for Port Amberly.") == ["Port Amberly"]
+    assert places("A crossing for five pilgrims going to St. Ebba's Rock?") == ["St. Ebba's Rock"]
+    assert places("Send a rider to Ashford with word: 'The coach is delayed.'") == ["Ashford"]
 
 
 def test_a_span_of_time_counts_one_of_itself() -> None:

@@ -20,6 +20,7 @@ from .values import (
     after_numbers,
     clauses,
     is_name,
+    is_place,
     is_sentence,
     spans,
     spelled,
@@ -136,7 +137,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # an object described as what ("What to hand out") as for any object, not a message, nor a
     # name or a person: a number counts things, not whom they are for ("Give Sorrel 3 scoops
     # of oats" feeds Sorrel).
-    named_one = is_name(param) or takes_person(param)
+    named_one = is_name(param) or takes_person(param) or is_place(param)
     if fill.numeric and not message and not named_one:
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
@@ -144,7 +145,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # Sea Lark") names one thing the line is about: an object or a place takes it whole, not
     # a word beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in
     # Port Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
-    if not message and not takes_person(param):
+    # A place is where the line sends something ("to the Isle of Kerrow", "bound for Port
+    # Amberly"), all of its name ("of" may be in it, not "with": "to Ashford with word"): not a
+    # word that starts a longer one.
+    if is_place(param):
+        placed = [v for v in found if _placed(fill.line, v) and not _PLACE_ENDS & _words(v)]
+        found = [v for v in placed if not any(_starts_longer(o, v) for o in placed)] or found
+    elif not message and not takes_person(param):
         found = [v for v in found if _proper(fill.line, v)] or found
         # So does a capitalised word after an article or a possessive, a title or a name
         # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
@@ -192,9 +199,9 @@ def _capitalised(line: str, value: str) -> bool:
 
 def _placed(line: str, value: str) -> bool:
     """Whether `value` is said in `line` only as a place: after "from", "to", "at", "in",
-    "into", "near" or "past" ("all the way from Hollin Cross")."""
+    "into", "near", "past" or "bound for" ("all the way from Hollin Cross")."""
     places = re.finditer(re.escape(value), line)
-    before = r"\b(?:from|to|at|in|into|near|past)\s+(?:the\s+)?$"
+    before = r"\b(?:from|to|at|in|into|near|past|bound\s+for)\s+(?:the\s+)?$"
     return all(re.search(before, line[: m.start()], re.I) for m in places)
 
 
@@ -297,6 +304,19 @@ def _for_whom(line: str, value: str) -> bool:
     guards")."""
     said = rf"\bfor\s+(?:[^,.;:!?]*?\s)?{re.escape(value)}(?:'s)?(?![\w'-])"
     return re.search(said, line, re.IGNORECASE) is not None
+
+
+#: Words a place's name does not run across ("Ashford with word" is Ashford).
+_PLACE_ENDS = FILLER - {"of", "the"}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in WORD.findall(text)}
+
+
+def _starts_longer(text: str, words: str) -> bool:
+    """Whether `text` is `words` and more words ("St. Ebba's Rock" after "St")."""
+    return len(text) > len(words) and text.startswith(words) and not text[len(words)].isalnum()
 
 
 def _starts(text: str, words: str) -> bool:

@@ -197,6 +197,17 @@ def is_name(param: ToolParamDefinition) -> bool:
     return "name" in said and not takes_person(param)
 
 
+#: Words that make a string argument a place ("The port or island the travellers are going
+#: to.", "Where the rider should go.").
+_PLACE_WORDS = frozenset(words("where destination port island town city place going bound"))
+
+
+def is_place(param: ToolParamDefinition) -> bool:
+    """Whether a free-text argument is a place things are sent or go to."""
+    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
+    return param.type == "string" and not enum_values(param) and bool(_PLACE_WORDS & set(said))
+
+
 def clauses(line: str) -> list[str]:
     """What a line relays as a message: the words after "that", "saying" or a colon, to the
     end of the sentence."""

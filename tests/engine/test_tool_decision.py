@@ -959,19 +959,32 @@ def test_the_one_a_line_is_said_to_is_not_a_value() -> None:
     assert ss._addressed("Two more, Hilda!", "Hilda", "customer")
     assert not ss._addressed("Tell Hilda, then.", "Hilda", "customer")
     # A name after a comma that names the argument's own thing is that thing's name.
-    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
     line = "Now the other pack horse, Old Tam."
     assert not ss._addressed(line, "Old Tam", "horse")
-    fill = ss.Fill("", "", ", ", line, frozenset({"saddle", "horse", "pack"}), False)
-    assert ss.string_values(fill, horse)[0] == "Old Tam"
+    assert _read(HORSE, line, {"saddle", "horse", "pack"}, numeric=False)[0] == "Old Tam"
+
+
+#: A horse's name, the argument the tests of names below read.
+HORSE = tl.ToolParamDefinition("horse", "string", "The horse's name.")
+_FEEDING = {"feed", "horse", "scoops"}
+
+
+def _read(
+    param: tl.ToolParamDefinition,
+    line: str,
+    avoid: set[str],
+    *,
+    numeric: bool = True,
+    earlier: tuple[object, ...] = (),
+) -> list[str]:
+    """What a string argument is chosen among in `line` (a tool whose words are `avoid`)."""
+    fill = ss.Fill("", "", ", ", line, frozenset(avoid), numeric, earlier=earlier)
+    return ss.string_values(fill, param)
 
 
 def test_a_name_may_open_a_sentence_as_its_subject_and_a_place_is_no_name() -> None:
-    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
-
     def names(line: str) -> list[str]:
-        fill = ss.Fill("", "", ", ", line, frozenset({"feed", "horse", "scoops"}), True)
-        return ss.string_values(fill, horse)
+        return _read(HORSE, line, _FEEDING)
 
     assert names("Bramble looks half-starved. A couple of scoops for her, please.") == ["Bramble"]
     assert names("Captain's running today. Two scoops for him.") == ["Captain"]
@@ -985,63 +998,36 @@ def test_a_name_may_open_a_sentence_as_its_subject_and_a_place_is_no_name() -> N
 
 def test_an_owner_is_whose_the_thing_is() -> None:
     owner = tl.ToolParamDefinition("owner", "string", "The name of the horse's owner.")
-
-    def owners(line: str) -> list[str]:
-        fill = ss.Fill("", "", ", ", line, frozenset({"board", "horse", "owner", "nights"}), True)
-        return ss.string_values(fill, owner)
-
-    assert owners("The magistrate's horse stays two nights while he sits at the assizes.") == [
-        "magistrate"
-    ]
-    assert owners("board mistress odile's mare for a fortnight")[0] == "mistress odile"
-    assert owners("Keep my horse three nights. Name's Harlan Pike.") == ["Harlan Pike"]
+    avoid = {"board", "horse", "owner", "nights"}
+    line = "The magistrate's horse stays two nights while he sits at the assizes."
+    assert _read(owner, line, avoid) == ["magistrate"]
+    assert _read(owner, "board mistress odile's mare for a fortnight", avoid)[0] == "mistress odile"
+    assert _read(owner, "Keep my horse three nights. Name's Harlan Pike.", avoid) == ["Harlan Pike"]
 
 
 def test_the_same_message_is_the_last_one_and_a_title_keeps_its_point() -> None:
     message = tl.ToolParamDefinition("message", "string", "The message the rider carries.")
+    avoid = {"send", "rider", "destination", "message"}
     line = "And send the same message to Kell's Ferry."
-    avoid = frozenset({"send", "rider", "destination", "message"})
-    fill = ss.Fill("", "", ", ", line, avoid, False, earlier=("The coach is delayed.",))
-    assert ss.string_values(fill, message) == ["The coach is delayed."]
+    earlier = ("The coach is delayed.",)
+    assert _read(message, line, avoid, numeric=False, earlier=earlier) == list(earlier)
     where = tl.ToolParamDefinition("destination", "string", "Where the rider should go.")
     line = "Get a rider up to the Abbey of St. Wenna. The message is: send the physician."
-    assert ss.string_values(ss.Fill("", "", ", ", line, avoid, False), where) == [
-        "Abbey of St. Wenna"
-    ]
+    assert _read(where, line, avoid, numeric=False) == ["Abbey of St. Wenna"]
     assert len(sse.sentences(line)) == 2
 
 
 def test_a_number_counts_things_not_whose_they_are() -> None:
-    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
     line = "Give Sorrel 3 scoops of oats, she's come a long road."
-    fill = ss.Fill("", "", ", ", line, frozenset({"feed", "horse", "scoops"}), True)
-    assert ss.string_values(fill, horse) == ["Sorrel"]
+    assert _read(HORSE, line, _FEEDING) == ["Sorrel"]
     # An object is still what the number counts.
     item = tl.ToolParamDefinition("item", "string", "What to order.")
-    fill = ss.Fill("", "", ", ", "Order 3 sacks of oats for Sorrel.", frozenset(), True)
-    assert ss.string_values(fill, item)[0].startswith("sacks")
-
-
-def test_a_things_name_is_a_capitalised_span() -> None:
-    ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
-    line = "And her sister ship right behind, the Sea Swallow."
-    fill = ss.Fill("", "", ")", line, frozenset({"log", "ship", "ships"}), False)
-    # Not "sister", though it comes right before the argument's own name, nor a word of it.
-    assert ss.string_values(fill, ship) == ["Sea Swallow"]
-    assert not ss._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
-    # A person is no thing's name: a player may call her "the doctor".
-    who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
-    assert sv.is_name(ship) and not sv.is_name(who)
+    assert _read(item, "Order 3 sacks of oats for Sorrel.", set())[0].startswith("sacks")
 
 
 def test_more_for_someone_the_line_does_not_name_is_more_for_the_same_one() -> None:
-    horse = tl.ToolParamDefinition("horse", "string", "The horse's name.")
-
     def horses(line: str) -> list[str]:
-        avoid = frozenset({"feed", "horse", "scoops"})
-        return ss.string_values(
-            ss.Fill("", "", ", ", line, avoid, True, earlier=("Juniper",)), horse
-        )
+        return _read(HORSE, line, _FEEDING, earlier=("Juniper",))
 
     assert horses("And two more for him, he's still hungry.") == ["Juniper"]
     assert horses("Do the same for Hollis.") == ["Hollis"]
@@ -1049,7 +1035,7 @@ def test_more_for_someone_the_line_does_not_name_is_more_for_the_same_one() -> N
     feed = tl.ToolDefinition(
         "feed_horse",
         "Gives one horse oats.",
-        [horse, tl.ToolParamDefinition("scoops", "integer", "How many scoops.")],
+        [HORSE, tl.ToolParamDefinition("scoops", "integer", "How many scoops.")],
     )
     order = tl.ToolDefinition(
         "order_supplies",
@@ -1071,10 +1057,9 @@ def test_a_side_opposite_to_one_values_says_the_other() -> None:
 
 def test_a_place_is_where_the_line_sends_something_all_of_its_name() -> None:
     where = tl.ToolParamDefinition("destination", "string", "The port the travellers go to.")
-    avoid = frozenset({"book", "passage", "destination", "passengers"})
 
     def places(line: str) -> list[str]:
-        return ss.string_values(ss.Fill("", "", ", ", line, avoid, True), where)
+        return _read(where, line, {"book", "passage", "destination", "passengers"})
 
     # Not what the number counts ("seats"), nor a word that starts the place's name.
     assert places("Three seats on the next ship to the Isle of Kerrow, please.") == [
@@ -1090,6 +1075,18 @@ def test_a_span_of_time_counts_one_of_itself() -> None:
     assert sv.counted_nouns("Stable Sir Edwin's charger for a week; he paid.") == [("week",)]
     assert sv.counted_nouns("Put up her pony for a single night.") == [("night",)]
     assert sv.counted_nouns("I need a horse.") == []
+
+
+def test_a_things_name_is_a_capitalised_span() -> None:
+    ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
+    line = "And her sister ship right behind, the Sea Swallow."
+    fill = ss.Fill("", "", ")", line, frozenset({"log", "ship", "ships"}), False)
+    # Not "sister", though it comes right before the argument's own name, nor a word of it.
+    assert ss.string_values(fill, ship) == ["Sea Swallow"]
+    assert not ss._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
+    # A person is no thing's name: a player may call her "the doctor".
+    who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
+    assert sv.is_name(ship) and not sv.is_name(who)
 
 
 def test_what_a_count_counts_is_the_object_even_described_as_what() -> None:

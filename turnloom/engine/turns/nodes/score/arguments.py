@@ -13,7 +13,9 @@ choice's prompt) are not needed here.
   ("true to light it, false to put it out"), any word that lights, opens or starts
   something matching another such word, and any that puts out, closes or stops something
   another ("Douse the lamp" says "put it out": `words.polar_words`), as any word
-  that raises matches another, and any that lowers ("Bring the curtain down"); and a flag of
+  that raises matches another, and any that lowers ("Bring the curtain down"), a side whose
+  opposite one value's phrase says counting for the other ("keep the hood down" against
+  "true to raise the hood"); and a flag of
   urgency ("true if it cannot wait") from how urgent the line sounds
   (`calibration.urgency_margin`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
@@ -37,7 +39,13 @@ choice's prompt) are not needed here.
   capitalised word after an article or a possessive ("the Prince", "our Gravedigger"); what
   the line turns down ("the oak chest, not the pine one") is no value, nor, for an object,
   what a reason clause says ("..., Ilsa sprained her ankle."); "Same for X" after a call
-  gives X, not whom it is for.
+  gives X, not whom it is for, and "the same message" the last one. A number counts things,
+  not a name, a person or a place ("Give Sorrel 3 scoops of oats" feeds Sorrel); a name said
+  only as a place ("from Hollin Cross") gives way to another, and a sentence's capitalised
+  subject ("Bramble looks half-starved.") is a name when the line has no other; an owner is
+  whose the line says something is ("The magistrate's horse"); a place (a string described
+  by where it goes) is where the line sends something, all of its name ("to the Isle of
+  Kerrow").
 - **Enums** are chosen among the values the line names, as written or in words
   ("storm_warning": "the storm warning"), not among those it turns down ("the south bank,
   not the north"), else among all.

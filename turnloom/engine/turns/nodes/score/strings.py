@@ -2,7 +2,7 @@
 arguments (`arguments`, whose docstring gives the rules): the candidates of
 `values.spans`, narrowed by what the line says of them (a message's clause, a
 correction, more of the same, a proper name or a title, whom something is for, a reason, the
-name the line is said to).
+name the line is said to, a place, an owner, a sentence's subject).
 """
 
 from __future__ import annotations
@@ -97,9 +97,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     asked = unnegated(fill.line)
     found = [v for v in found if v in asked] or found
     # Nor, for an object, what a reason clause says ("Call the understudy for Lady Morwen,
-    # Ilsa sprained her ankle."): a message may be one ("Tell her, we're ready").
-    # A line whose every candidate says why names nothing ("And two more for him, he's still
-    # hungry."): the earlier call's value stays.
+    # Ilsa sprained her ankle."): a message may be one ("Tell her, we're ready"). A line whose
+    # every candidate says why names nothing ("And two more for him, he's still hungry."):
+    # the earlier call's value stays.
     reasons_only = False
     if not message:
         unreasoned = [v for v in found if not _in_reason(fill.line, v)]
@@ -141,31 +141,30 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     if fill.numeric and not message and not named_one:
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
-    # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
-    # Sea Lark") names one thing the line is about: an object or a place takes it whole, not
-    # a word beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in
-    # Port Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
     # A place is where the line sends something ("to the Isle of Kerrow", "bound for Port
     # Amberly"), all of its name ("of" may be in it, not "with": "to Ashford with word"): not a
     # word that starts a longer one.
     if is_place(param):
         placed = [v for v in found if _placed(fill.line, v) and not _PLACE_ENDS & _words(v)]
         found = [v for v in placed if not any(_starts_longer(o, v) for o in placed)] or found
+    # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
+    # Sea Lark") names one thing the line is about: an object takes it whole, not a word
+    # beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in Port
+    # Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
     elif not message and not takes_person(param):
         found = [v for v in found if _proper(fill.line, v)] or found
         # So does a capitalised word after an article or a possessive, a title or a name
         # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
         # where the thing goes ("to the Mill").
         found = [v for v in found if _titled(fill.line, v)] or found
-    # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
-    # in "her sister ship".
     # An owner is the one the line says something is of: "The magistrate's horse", "board
     # mistress odile's mare".
     if _is_owner(param):
         found = [v for v in found if _owns(fill.line, v)] or found
-    # Not where something comes from or goes ("from Hollin Cross"): a place. A name that
-    # opens a sentence is one its verb follows ("Bramble looks half-starved.", "Captain's
-    # running"), where an order opens with its verb ("Give him...").
+    # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
+    # in "her sister ship"; not where something comes from or goes ("from Hollin Cross"). A
+    # name that opens a sentence is one its verb follows ("Bramble looks half-starved.",
+    # "Captain's running"), where an order opens with its verb ("Give him...").
     if is_name(param):
         named = [v for v in found if _capitalised(fill.line, v)]
         unplaced = [v for v in named if not _placed(fill.line, v)]
@@ -174,7 +173,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # which locker, "the north door" which door.
     found = [v for v in found if _names(fill.line, v, param.name)] or found
     if fill.taken:
-        free = [v for v in found if not fill.taken & {w.lower() for w in WORD.findall(v)}]
+        free = [v for v in found if not fill.taken & _words(v)]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
 
@@ -272,7 +271,7 @@ def _addressed(line: str, value: str, name: str) -> bool:
     said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
     if not value[:1].isupper() or re.search(said, line) is None:
         return False
-    thing = " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
+    thing = _thing(name)
     return not thing or re.search(rf"\b{re.escape(thing)}s?{said}", line, re.I) is None
 
 
@@ -282,19 +281,24 @@ def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) 
     return is_sentence(param, by) and not takes_person(param)
 
 
+def _thing(name: str) -> str:
+    """An argument's name as the words a line says it in, singular ("message", "pack horse")."""
+    return " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
+
+
 def _same(line: str, name: str) -> bool:
     """Whether `line` asks for the same `name` again ("send the same message to...")."""
-    said = " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
+    said = _thing(name)
     return bool(said) and re.search(rf"\bsame\s+{re.escape(said)}s?\b", line, re.I) is not None
 
 
 def _names(line: str, value: str, name: str) -> bool:
     """Whether `value` is followed in `line` by `name`'s words ("galley" in "the galley
     locker" for a "locker"), singular or plural."""
-    said = " ".join(WORD.findall(spelled(name))).lower()
+    said = _thing(name)
     if not said:
         return False
-    after = rf"{re.escape(value)}\s+{re.escape(said.removesuffix('s'))}s?(?![\w'-])"
+    after = rf"{re.escape(value)}\s+{re.escape(said)}s?(?![\w'-])"
     return re.search(after, line, re.IGNORECASE) is not None
 
 
@@ -311,6 +315,7 @@ _PLACE_ENDS = FILLER - {"of", "the"}
 
 
 def _words(text: str) -> set[str]:
+    """The words of `text`, lowercase."""
     return {w.lower() for w in WORD.findall(text)}
 
 

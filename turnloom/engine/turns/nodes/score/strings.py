@@ -19,6 +19,7 @@ from .values import (
     WORD,
     after_numbers,
     clauses,
+    declared_words,
     is_name,
     is_place,
     is_sentence,
@@ -126,7 +127,8 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # More of the same is more of an earlier object, not of whom it is for: "And two more for
     # Rosa's crew." hands out the pickaxes again; a person or a name is the one it is for, if
     # the line names one ("Do the same for Hollis.", not "two more for him").
-    whom = is_name(param) or takes_person(param)
+    a_name, a_place = is_name(param), is_place(param)
+    whom = a_name or takes_person(param)
     for_whom = [v for v in found if v not in named] if not reasons_only else []
     if earlier and MORE.search(fill.line) and not message and not (whom and for_whom):
         return list(dict.fromkeys(earlier))
@@ -137,14 +139,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # an object described as what ("What to hand out") as for any object, not a message, nor a
     # name or a person: a number counts things, not whom they are for ("Give Sorrel 3 scoops
     # of oats" feeds Sorrel).
-    named_one = is_name(param) or takes_person(param) or is_place(param)
-    if fill.numeric and not message and not named_one:
+    if fill.numeric and not message and not (whom or a_place):
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
     # A place is where the line sends something ("to the Isle of Kerrow", "bound for Port
     # Amberly"), all of its name ("of" may be in it, not "with": "to Ashford with word"): not a
     # word that starts a longer one.
-    if is_place(param):
+    if a_place:
         placed = [v for v in found if _placed(fill.line, v) and not _PLACE_ENDS & _words(v)]
         found = [v for v in placed if not any(_starts_longer(o, v) for o in placed)] or found
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
@@ -165,7 +166,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # in "her sister ship"; not where something comes from or goes ("from Hollin Cross"). A
     # name that opens a sentence is one its verb follows ("Bramble looks half-starved.",
     # "Captain's running"), where an order opens with its verb ("Give him...").
-    if is_name(param):
+    if a_name:
         named = [v for v in found if _capitalised(fill.line, v)]
         unplaced = [v for v in named if not _placed(fill.line, v)]
         found = unplaced or _subjects(fill.line, fill.avoid) or named or found
@@ -180,7 +181,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
 
 def _is_owner(param: ToolParamDefinition) -> bool:
     """Whether a string argument is whose something is ("The name of the horse's owner.")."""
-    return "owner" in WORD.findall(f"{spelled(param.name)} {param.description}".lower())
+    return "owner" in declared_words(param)
 
 
 def _owns(line: str, value: str) -> bool:

@@ -190,11 +190,15 @@ def takes_person(param: ToolParamDefinition) -> bool:
     )
 
 
+def declared_words(param: ToolParamDefinition) -> frozenset[str]:
+    """The words of an argument's name (spelled as words) and description, lowercase."""
+    return frozenset(WORD.findall(f"{spelled(param.name)} {param.description}".lower()))
+
+
 def is_name(param: ToolParamDefinition) -> bool:
     """Whether a string argument is a thing's name ("The ship's name."), not a person
     (whom a player may call "the doctor")."""
-    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
-    return "name" in said and not takes_person(param)
+    return "name" in declared_words(param) and not takes_person(param)
 
 
 #: Words that make a string argument a place ("The port or island the travellers are going
@@ -204,8 +208,11 @@ _PLACE_WORDS = frozenset(words("where destination port island town city place go
 
 def is_place(param: ToolParamDefinition) -> bool:
     """Whether a free-text argument is a place things are sent or go to."""
-    said = WORD.findall(f"{spelled(param.name)} {param.description}".lower())
-    return param.type == "string" and not enum_values(param) and bool(_PLACE_WORDS & set(said))
+    return (
+        param.type == "string"
+        and not enum_values(param)
+        and bool(_PLACE_WORDS & declared_words(param))
+    )
 
 
 def clauses(line: str) -> list[str]:

@@ -14,7 +14,7 @@ copy takes what the log held when it began, and the log starts again from its be
 at a commit that finds all of it copied; so a pass copies again what was committed during its
 last copy, each copy shorter than the one before, until one finds nothing new. If none does
 (`CATCH_UP`: writes that never pause), the store's next write copies the rest itself
-(`finish`: a few pages, short fsyncs) before it commits. The log stays short, and the loop
+(`before_commit`: a few pages, short fsyncs) before it commits. The log stays short, and the loop
 waits for no checkpoint as a rule (in `bench.workers`, a pass's copies caught up alone in
 about three passes of four).
 
@@ -37,14 +37,14 @@ ROWS = 1000
 #: The log's length (pages) at which a commit checkpoints it itself, as SQLite does at 1,000.
 BACKSTOP_PAGES = 10_000
 #: The copies a pass makes after its first, of what was committed during the one before; if
-#: none caught up, the store's next write copies the rest (`finish`).
+#: none caught up, the store's next write copies the rest (`before_commit`).
 CATCH_UP = 8
 
 
 class LogCheckpoints:
     """Checkpoints of one SQLite file in WAL mode, made by a thread with its own connection.
 
-    The store calls `committed` after each commit and `finish` before each (both with its
+    The store calls `before_commit` and `committed` around each commit (both with its
     connection's lock held); `close` before it closes its own connection. `passes`: how many
     passes the thread has made."""
 
@@ -72,11 +72,12 @@ class LogCheckpoints:
                 self._thread.start()
             self._wake.set()
 
-    def finish(self, db: sqlite3.Connection) -> None:
-        """Copy on `db` (the store's connection) what the log gained during the last pass, so
-        that the commit that follows starts the log again from its beginning."""
-        self.finishing = False
-        _checkpoint(db)
+    def before_commit(self, db: sqlite3.Connection) -> None:
+        """If the last pass did not catch up (`finishing`), copy the rest on `db` (the store's
+        connection), so that the commit that follows starts the log again from its beginning."""
+        if self.finishing:
+            self.finishing = False
+            _checkpoint(db)
 
     def close(self) -> None:
         """End the thread (after its pass, if it is in one)."""

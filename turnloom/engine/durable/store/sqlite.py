@@ -34,6 +34,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from ...support.rejections import InvalidParamValue
@@ -155,14 +156,9 @@ class SQLiteStore(SQLiteSlots, Store):
         """Every agent's row, changed parts and changed constant entries in one transaction
         (one commit for the group); refuses none."""
         rest = _rest_values(writes)
-        checkpoints = self._checkpoints
         if rest is not None:
-            with self._lock:
-                if checkpoints is not None and checkpoints.finishing:
-                    checkpoints.finish(self._db)
+            with self._committing(len(writes)):
                 self._db.execute(self._statement(_REST, len(writes)), rest)
-                if checkpoints is not None:
-                    checkpoints.committed(len(writes))
             return []
         # Blobs as bytearrays: the sqlite3 module adapts any other bytes-like parameter first,
         # which costs a failed attribute lookup and its exception per value.
@@ -192,23 +188,31 @@ class SQLiteStore(SQLiteSlots, Store):
             if parts or not base:
                 drops.append((agent_id, base))
                 sealed += [(agent_id, base + i, _blob(part)) for i, part in enumerate(parts)]
-        with self._lock:
-            if checkpoints is not None and checkpoints.finishing:
-                checkpoints.finish(self._db)
-            with self._transaction():
-                if heads:
-                    self._many(_HEADS, heads)
-                if rows:
-                    self._many(_ROWS, rows)
-                if drops:
-                    self._db.executemany(_DROP_PARTS, drops)
-                if sealed:
-                    self._db.executemany(_ADD_PART, sealed)
-                if constants:
-                    self._db.executemany(_SET_CONSTANT, constants)
-            if checkpoints is not None:
-                checkpoints.committed(len(heads) + len(rows) + len(sealed) + len(constants))
+        written = len(heads) + len(rows) + len(sealed) + len(constants)
+        with self._committing(written), self._transaction():
+            if heads:
+                self._many(_HEADS, heads)
+            if rows:
+                self._many(_ROWS, rows)
+            if drops:
+                self._db.executemany(_DROP_PARTS, drops)
+            if sealed:
+                self._db.executemany(_ADD_PART, sealed)
+            if constants:
+                self._db.executemany(_SET_CONSTANT, constants)
         return []
+
+    @contextmanager
+    def _committing(self, rows: int) -> Iterator[None]:
+        """The connection held for one commit of `rows` rows, the log's checkpoints told
+        before and after it (`log_checkpoints`)."""
+        with self._lock:
+            checkpoints = self._checkpoints
+            if checkpoints is not None:
+                checkpoints.before_commit(self._db)
+            yield
+            if checkpoints is not None:
+                checkpoints.committed(rows)
 
     def _many(self, statement: tuple[str, str, str], rows: list[tuple[Any, ...]]) -> None:
         """`rows` written by one statement of many VALUES (per `_ROWS_PER_STATEMENT`): one

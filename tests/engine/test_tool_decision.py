@@ -1344,6 +1344,9 @@ def test_a_reason_clause_holds_no_value() -> None:
     assert not {"Tobin", "broke", "wrist", "Tobin broke"} & set(values)
     values = _parts("A stand-in for the ferryman, quick, he's gone home ill.")
     assert "ferryman" in values and not {"home", "ill", "gone home"} & set(values)
+    # Its subject may be someone's: "my wife's", "his horse is".
+    values = _parts("A stand-in for the doctor, my wife's gone into labour!")
+    assert "doctor" in values and not {"wife", "labour"} & set(values)
     # A message may be the clause: "we're ready" is what to say.
     note = tl.ToolParamDefinition("message", "string", "The message.")
     fill = ss.Fill("", "", ")", "Tell the captain, we're ready to sail.", frozenset(), False)
@@ -1413,3 +1416,137 @@ def test_and_after_a_call_naming_no_tool_follows_it_up_when_unsure() -> None:
             agent.send_message("And the pears as well.")
     assert [c.tool_name for c in calls] == ["give_item"]
     assert "pears" in calls[0].arguments["item"]
+
+
+#: A tool with two counts, one of them in days, and the call that hired four for two days.
+HIRE = tl.ToolDefinition(
+    "hire_hands",
+    "Hires dockhands to carry for the player.",
+    [
+        tl.ToolParamDefinition("workers", "integer", "How many dockhands to hire."),
+        tl.ToolParamDefinition("days", "integer", "For how many days they are hired."),
+    ],
+)
+FOUR_HIRED = [
+    {"role": "user", "content": "Hire four dockhands for two days."},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+     "function": {"name": "hire_hands", "arguments": {"workers": 4, "days": 2}}}]},
+    {"role": "tool", "tool_call_id": "c0", "name": "hire_hands", "content": "ok"},
+]  # fmt: skip
+
+
+def test_a_span_of_time_is_the_days_count_and_no_other() -> None:
+    workers, days = HIRE.parameters
+    assert sn.numbers("two porters for the day", days) == [1]  # "the day" is one day
+    assert sn.numbers("two porters for the day", workers) == [2]
+    # The days are another argument's: "two days" is no count of workers.
+    assert sn.numbers("four dockhands for two days", workers, days_elsewhere=True) == [4]
+    assert sn.numbers("four dockhands for two days", workers) == [4, 2]
+    # "a week" says how long, not one of something; "another" alone says one more.
+    assert not sn.says_one("Make it a week instead.")
+    assert sn.says_one("And a lantern.") and sn.says_one("give another")
+
+
+def test_a_correction_changes_the_count_it_names_and_keeps_the_others() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    graph = graph_of(
+        ("detect", node(tools=[HIRE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
+    )
+    calls: list[tl.ToolCallEvent] = []
+    with tl.Engine(scorer) as engine:
+        for line in ("Make that six.", "Make it a week instead.", "Make it three days."):
+            agent = engine.create_agent(graph, dialog=FOUR_HIRED)
+            agent.set_on_tool_call_event(calls.append)
+            agent.send_message(line)
+    # A bare number is the first count's; a span of time the days'; the rest as it was.
+    assert [(c.tool_name, c.arguments) for c in calls] == [
+        ("hire_hands", {"workers": 6, "days": 2}),
+        ("hire_hands", {"workers": 4, "days": 7}),
+        ("hire_hands", {"workers": 4, "days": 3}),
+    ]
+
+
+def test_a_correction_right_after_a_call_repeats_that_call() -> None:
+    # "Give" is a word of the other tool: a correction still corrects the last call.
+    scorer = ScoringMock("mock", script=["unused"])
+    graph = graph_of(
+        ("detect", node(tools=[HIRE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
+    )
+    calls: list[tl.ToolCallEvent] = []
+    with tl.Engine(scorer) as engine:
+        agent = engine.create_agent(graph, dialog=FOUR_HIRED)
+        agent.set_on_tool_call_event(calls.append)
+        agent.send_message("Actually, make it five, give them a hand.")
+    assert [(c.tool_name, c.arguments["workers"]) for c in calls] == [("hire_hands", 5)]
+
+
+def test_a_name_of_several_words_joined_by_of_is_taken_whole() -> None:
+    ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
+    avoid = {"moor", "ship", "berth", "drydock"}
+    line = "The Maiden of Corrow needs her hull patched, get her into the dry dock."
+    assert _read(ship, line, avoid, numeric=False) == ["Maiden of Corrow"]
+    line = "Flag the Lady of Westmere and tell her captain that his brother is waiting."
+    assert _read(ship, line, avoid, numeric=False) == ["Lady of Westmere"]
+    # Two names stay two; "of" between lowercase words joins nothing.
+    assert ss._capitalised("the Guild of the Lanternwrights", "Guild of the Lanternwrights")
+    assert not ss._capitalised("a cup of tea", "cup of tea")
+
+
+def test_a_line_asking_to_pass_words_on_is_evidence_for_the_tools_that_take_a_message() -> None:
+    signal = tl.ToolDefinition(
+        "signal_ship",
+        "Sends a signal to a ship.",
+        [
+            tl.ToolParamDefinition("ship", "string", "The name of the ship."),
+            tl.ToolParamDefinition("message", "string", "What to tell the ship."),
+        ],
+    )
+    store = tl.ToolDefinition(
+        "store_cargo", "Stores crates.", [tl.ToolParamDefinition("owner", "string", "Whose.")]
+    )
+    tools = [signal, store]
+    for line in (
+        "Let the Sea Lantern know her cargo has been sold.",
+        "Send word to the garrison: bandits on the road.",
+        "Ride to the ferry and tell them to wait.",
+    ):
+        assert sw.telling_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
+    for line in ("Tell me about the harbour.", "Let me know when she docks.", "The cargo sold."):
+        assert sw.telling_words(tools, line) == [0.0, 0.0], line
+
+
+def test_a_question_without_its_mark_and_a_line_opening_with_thanks_are_talk_when_unsure() -> None:
+    unsure = FixedRequest(0.1)  # a request, but within SURE of the boundary
+    # A question that asks to be told ("what do ... mean"), even without "?", calls no tool
+    # that does not look something up; thanks first make the rest a remark.
+    for line in ("what do all those apples mean", "Thank you kindly. Give them apples."):
+        assert run(unsure, node(), line)["calls"] == [], line
+    (call,) = run(unsure, node(), "Give me the apples")["calls"]
+    assert call.tool_name == "give_item"
+    # A sure request after thanks still calls.
+    (call,) = run(FixedRequest(3.0), node(), "Thank you. Give me 2 apples.")["calls"]
+    assert call.tool_name == "give_item"
+
+
+def test_quoted_words_a_value_in_two_words_and_what_an_earlier_call_named() -> None:
+    message = tl.ToolParamDefinition("message", "string", "What to tell them.")
+    # A message the line quotes is the message.
+    line = 'Someone must ride to Kell\'s Ferry and tell them, "Hold the barge till dusk."'
+    assert sv.quoted(line) == ["Hold the barge till dusk"]
+    assert _read(message, line, {"send", "rider"}) == ["Hold the barge till dusk"]
+    # A declared value may be said in two words ("the dry dock" is "drydock"): it is that
+    # value, no other argument's.
+    line = "Actually, she needs repairs. Send her to the dry dock instead."
+    assert sa._says("drydock", line)
+    assert not sa._says("drydock", "The dock is dry.")
+    ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
+    assert "dry dock" in _read(ship, line, {"moor", "ship", "berth"}, numeric=False)
+    # A name the line does not say ("her") is the one the earlier call named.
+    avoid = {"moor", "ship", "berth", "drydock"}
+    assert _read(ship, line, avoid, numeric=False, earlier=("Golden Tern",)) == ["Golden Tern"]
+    # A line whose only words are whom the message goes to sends the earlier message.
+    fill = ss.Fill(
+        "", "", ")", "Tell the Crimson Pike too.", frozenset({"signal", "ship", "message"}), False,
+        earlier=("her cargo has been sold",), taken=frozenset({"crimson", "pike"}),
+    )  # fmt: skip
+    assert ss.string_values(fill, message) == ["her cargo has been sold"]

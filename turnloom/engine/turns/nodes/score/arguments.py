@@ -59,6 +59,7 @@ choice's prompt) are not needed here.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -78,7 +79,7 @@ from .calibration import (
     says_unhurried,
     urgency_margin,
 )
-from .numbers import is_count, numbers
+from .numbers import DAY_SPANS, counts_days, is_count, numbers, says_one, singular
 from .strings import CORRECTION, MESSAGE, Fill, is_message, string_values
 from .values import (
     WORD,
@@ -157,11 +158,14 @@ async def fill_arguments(
     names += [v for p in tool.parameters for v in enum_values(p)]
     words = [w.lower() for n in names for w in WORD.findall(spelled(n))]
     avoid = frozenset(form for w in words for form in (w, w + "s", w.removesuffix("s")))
+    counted = [p for p in tool.parameters if p.type in ("integer", "number")]
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
+        days_elsewhere = any(counts_days(p) for p in counted if p is not param)
         fill = Fill(
             header, call_text, end, line, avoid, numeric,
             tuple(earlier.get(param.name, ())), frozenset(taken), tool.description,
+            later_count=param in counted[1:], days_elsewhere=days_elsewhere,
         )  # fmt: skip
         value, read = await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
@@ -255,12 +259,21 @@ async def _fill(
             return values[chosen], margin
         return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:
-        values = numbers(unnegated(line), param) or numbers(line, param)  # "four, not five"
+        counts = [v for v in fill.earlier if is_count(v)]
+        # A correction's number is the call's first count ("Make that six." after four
+        # dockhands for two days: six dockhands); a later count stays unless it says its own
+        # unit ("Make it three days.").
+        correcting = fill.later_count and counts and CORRECTION.search(line)
+        if correcting and not _counts_own(line, param):
+            return counts[-1], math.nan
+        days = fill.days_elsewhere
+        values = numbers(unnegated(line), param, days_elsewhere=days) or numbers(
+            line, param, days_elsewhere=days
+        )  # "four, not five"
         if not values:  # no number: one if it says "a" or "another" ("And a sleeping draught."),
             # else an earlier call's ("And pay Sal the same."), else one, unread
-            if any(w.lower() in ("a", "an", "another") for w in WORD.findall(line)):
+            if says_one(line):
                 return 1, math.nan
-            counts = [v for v in fill.earlier if is_count(v)]
             return (counts[-1], math.nan) if counts else (1, None)
         if len(values) < 2:
             return values[0], math.nan
@@ -272,10 +285,22 @@ async def _fill(
     return values[chosen], margin
 
 
+def _counts_own(line: str, param: ToolParamDefinition) -> bool:
+    """Whether `line` counts in `param`'s own unit: a span of time for a count of days, else a
+    number right before the argument's name ("three crates" for "crates")."""
+    units = set(DAY_SPANS) if counts_days(param) else set()
+    units.add(singular(" ".join(WORD.findall(spelled(param.name))).lower()))
+    said = {singular(w.lower()) for w in WORD.findall(line)}
+    return bool(said & units)
+
+
 def _says(value: str, line: str) -> bool:
     """Whether `line` names a declared value, as written or in words ("storm_warning": "the
-    storm warning"; "cave-in": "it caved in")."""
-    return bool(phrase_words(value, line) or phrase_words(value_words(value), line))
+    storm warning"; "cave-in": "it caved in"; "drydock": "the dry dock")."""
+    if phrase_words(value, line) or phrase_words(value_words(value), line):
+        return True
+    said = [w.lower() for w in WORD.findall(line)]
+    return value.lower() in {a + b for a, b in itertools.pairwise(said)}
 
 
 def _phrases(description: str, tool_description: str = "") -> tuple[str, str]:

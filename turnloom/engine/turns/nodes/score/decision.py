@@ -61,6 +61,7 @@ from .words import (
     people_words,
     refuses,
     shared_words,
+    telling_words,
 )
 
 __all__ = [
@@ -103,13 +104,22 @@ _TAG = re.compile(
 )
 #: What a line says something is for ("for Rosa's crew"): whom, not which tool.
 _FOR = re.compile(r"\bfor\b[^,.;:!?]*", re.IGNORECASE)
-#: A line that opens by taking leave: what follows is a wish ("Goodbye, and mind the shaft.",
-#: "Farewell, keep the candles burning."), not an errand, unless the request is sure.
+#: A line that opens by taking leave or with thanks: what follows is a wish or a remark
+#: ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses."), not an
+#: errand, unless the request is sure.
 _LEAVES = re.compile(
     r"\W*(?:good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe "
-    r"travels|godspeed)\b",
+    r"travels|godspeed|thanks|thank you|many thanks|much obliged|cheers)\b",
     re.IGNORECASE,
 )
+#: A question written without its question mark ("what do all those flags mean").
+_ASKED = re.compile(
+    r"\W*(?:what|how|why|where|when|who|which)\s+(?:do|does|did|is|are|was|were|has|have)\b",
+    re.IGNORECASE,
+)
+#: A line that corrects the last call ("Actually, make it Highcliff.", "No, make that six."):
+#: the same tool, its arguments read anew.
+_CORRECTS = re.compile(r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*make\s+(?:it|that)\b", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +178,7 @@ async def decide_by_score(
     last_call = _last_call(dialog[-1]) if dialog else None
     asks = await request_margin(backend, line, agent_id, after_call=last_call is not None)
     diagnostics: dict[str, Any] = {"request": round(asks, 3)}
-    question = line.rstrip().endswith("?") and not _TAG.search(line)
+    question = (line.rstrip().endswith("?") and not _TAG.search(line)) or bool(_ASKED.match(line))
     # An order that opens with a tool's own verb ("Walk north.") or counts what a tool counts
     # in ("Foghorn, 5 blasts.") asks for something, where the request step is unsure of it.
     ordered = opens_with_verb(tools, line) or counts_in_units(tools, line)
@@ -180,6 +190,7 @@ async def decide_by_score(
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
     same = last_call is not None and _SAME.match(line) is not None
+    corrects = last_call is not None and _CORRECTS.match(line) is not None
     requested = requested or same
     if _LEAVES.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
         requested = False
@@ -192,7 +203,8 @@ async def decide_by_score(
     # What the line names, and what it counts ("2 torches") where a tool takes a count of it.
     named = _named(tools, line)
     names = [tool.name for tool in tools]
-    if requested and last_call in names and (not any(named) or same or _more_of(tools, line)):
+    follows = not any(named) or same or corrects or _more_of(tools, line)
+    if requested and last_call in names and follows:
         # A request right after a call that names no tool follows that call up ("And four
         # more.", "Now put it out again."): the same tool, its arguments read anew; so does
         # one that asks for more of it, whatever it says that is for ("And two more for
@@ -208,7 +220,9 @@ async def decide_by_score(
         )
         # The people it names count for the tools that take a person, but do not stop a
         # follow-up ("And the same for his brother Aldo."): only the tools' own words do.
-        evidence = [w + p for w, p in zip(named, people_words(tools, line), strict=True)]
+        told = telling_words(tools, line)
+        people = people_words(tools, line)
+        evidence = [w + p + t for w, p, t in zip(named, people, told, strict=True)]
         scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, [*evidence, 0.0], strict=True)]
         chosen, _ = best(scores[:-1])
         # How much likelier the tool is than talk, with what the line's request adds to it:

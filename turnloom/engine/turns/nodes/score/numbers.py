@@ -10,7 +10,7 @@ import re
 
 from ....graph.params import ToolParamDefinition
 
-__all__ = ["COUNTS", "is_count", "is_number", "numbers", "singular"]
+__all__ = ["COUNTS", "counts_days", "is_count", "is_number", "numbers", "says_one", "singular"]
 
 
 def _words(text: str) -> list[str]:
@@ -97,18 +97,33 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
     return None
 
 
-def numbers(line: str, param: ToolParamDefinition) -> list[object]:
+def counts_days(param: ToolParamDefinition) -> bool:
+    """Whether a numeric argument is counted in days or nights ("For how many days...")."""
+    return any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
+
+
+def says_one(line: str) -> bool:
+    """Whether `line` says one of something with "a", "an" or "another" ("And a sleeping
+    draught."), not a span of time ("Make it a week instead.": how long, not how many)."""
+    said = [w.lower() for w in _NUMBER_OR_WORD.findall(line)] + [""]
+    ones = [i for i, w in enumerate(said) if w in ("a", "an", "another")]
+    return any(singular(said[i + 1]) not in _DAYS for i in ones)
+
+
+def numbers(line: str, param: ToolParamDefinition, *, days_elsewhere: bool = False) -> list[object]:
     """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
     "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
-    nights, spans of time: "a week" is 7, "two weeks" 14; for one of minutes, "a quarter of
-    an hour" is 15, "an hour and a half" 90) without repeats. None: see `_fill` (a
-    count the player does not say is one, "a dagger"; one the player says is no other)."""
+    nights, spans of time: "a week" is 7, "two weeks" 14, "for the day" 1; for one of minutes,
+    "a quarter of an hour" is 15, "an hour and a half" 90) without repeats. None: see `_fill`
+    (a count the player does not say is one, "a dagger"; one the player says is no other).
+    `days_elsewhere`: another argument of the tool counts days, so a span of time ("for two
+    days") is none of this one's numbers."""
     integer = param.type == "integer"
     if "minute" in f"{param.name} {param.description}".lower():
         spans = _spans_of_time(line, _MINUTES)
         if spans:  # how long, as for days below
             return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
-    in_days = any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
+    in_days = counts_days(param)
     words: list[str] = []
     scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
     for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
@@ -136,6 +151,8 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
             value = 1  # a number only with a unit after it ("a dozen", "a week")
         elif low == "both":  # "both lanterns", "Light both."
             value = 2
+        elif low == "the" and in_days and i + 1 < len(words):
+            value = 1  # "for the day", "the night": one, with a unit after it
         else:
             if (ordinal := _ordinal(low)) is not None:
                 found.append((2, ordinal))
@@ -149,7 +166,7 @@ def numbers(line: str, param: ToolParamDefinition) -> list[object]:
             value *= _DAYS[unit]
             timed.append(int(value) if integer or float(value).is_integer() else value)
             continue
-        elif low in ("a", "an"):
+        elif low in ("a", "an", "the") or (days_elsewhere and unit in _DAYS):
             continue
         number = int(value) if integer or float(value).is_integer() else value
         found.append((0 if _NUMBER.fullmatch(word) else 1, number))

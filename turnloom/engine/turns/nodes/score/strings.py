@@ -23,6 +23,7 @@ from .values import (
     is_name,
     is_place,
     is_sentence,
+    quoted,
     spans,
     spelled,
     takes_person,
@@ -37,13 +38,15 @@ MESSAGE = SENTENCE_WORDS - {"what"}
 CORRECTION = re.compile(r"\bmake (?:it|that)\s+([^,.;:!?]*)", re.IGNORECASE)
 #: A clause that gives a reason after an order: a comma (or "because"), then its own subject,
 #: someone else, and verb ("..., Ilsa sprained her ankle.", "..., he's gone home sick.",
-#: "because it's late"), to the sentence's end. Its words say why, not what: no value is in
-#: it. What the speaker says of themselves may be the request ("Hi Marta, I'd like the blue
-#: dress").
+#: "because it's late", "..., my wife's gone into labour!"), to the sentence's end. Its words
+#: say why, not what: no value is in it. What the speaker says of themselves may be the
+#: request ("Hi Marta, I'd like the blue dress").
 _REASON = re.compile(
     r"(?:,\s*|\bbecause\s+|\bsince\s+)"
     r"(?:(?:he|she|it|they|there|somebody|someone|everyone|everybody|nobody)(?:'\w+)?\b"
-    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z]))[^.;!?]*"
+    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z])"
+    r"|(?:my|his|her|our|their|your)\s+[\w-]+(?:'s|\s+(?:is|are|was|were|has|have|had))\b)"
+    r"[^.;!?]*"
 )
 #: A line that does again what the last call did for another ("Same for the Gravedigger.",
 #: "The same for Hollis."): what follows "for" is the argument, not whom it is for.
@@ -81,6 +84,11 @@ class Fill:
     taken: frozenset[str] = frozenset()
     #: The tool's description (what a boolean's values mean, where its own says one side).
     tool_description: str = ""
+    #: Whether a count argument comes after the tool's first one (a correction's number is
+    #: the first's).
+    later_count: bool = False
+    #: Whether another argument of the tool counts days (a span of time is its number).
+    days_elsewhere: bool = False
 
 
 def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
@@ -90,7 +98,11 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     sentence = is_message(param)
     message = is_message(param, MESSAGE)  # "What to carry" is a sentence, not a message
     longest = 8 if sentence else 4
+    if sentence and quoted(fill.line):  # the words it quotes are the message
+        return quoted(fill.line)
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
+    # Nor a declared value said in two words ("the dry dock" for "drydock").
+    found = [v for v in found if "".join(WORD.findall(v)).lower() not in fill.avoid]
     # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
     # to the shopkeeper.
     found = [v for v in found if not _addressed(fill.line, v, param.name)]
@@ -169,12 +181,20 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     if a_name:
         named = [v for v in found if _capitalised(fill.line, v)]
         unplaced = [v for v in named if not _placed(fill.line, v)]
-        found = unplaced or _subjects(fill.line, fill.avoid) or named or found
+        # All of a name, not a word of it: "the Maiden of Corrow", not "Maiden".
+        unplaced = [v for v in unplaced if not any(_inside(v, o) for o in unplaced)]
+        capitalised = unplaced or _subjects(fill.line, fill.avoid) or named
+        # A line that names none ("Send her to the dry dock instead.") means the last one.
+        if not capitalised and kept:
+            return kept[-1:]
+        found = capitalised or found
     # A span right before the argument's own name is its value: "the galley locker" says
     # which locker, "the north door" which door.
     found = [v for v in found if _names(fill.line, v, param.name)] or found
     if fill.taken:
         free = [v for v in found if not fill.taken & _words(v)]
+        if not free and kept:  # "Tell the Crimson Pike too.": only whom, the message as before
+            return kept[-1:]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
 
@@ -191,10 +211,15 @@ def _owns(line: str, value: str) -> bool:
 
 def _capitalised(line: str, value: str) -> bool:
     """Whether every word of `value` is capitalised in `line`, the first not opening a
-    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her")."""
+    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her"),
+    but an "of" or "of the" between two ("Maiden of Corrow", "Guild of the Lantern")."""
     at = line.find(value)
     opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
-    return not opens and all(w[:1].isupper() for w in WORD.findall(value))
+    return not opens and _NAMED.fullmatch(value) is not None
+
+
+#: A name of capitalised words, "of" or "of the" joining two of them ("Maiden of Corrow").
+_NAMED = re.compile(r"[A-Z][\w'.-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w'.-]*)*")
 
 
 def _placed(line: str, value: str) -> bool:
@@ -313,6 +338,12 @@ def _for_whom(line: str, value: str) -> bool:
 
 #: Words a place's name does not run across ("Ashford with word" is Ashford).
 _PLACE_ENDS = FILLER - {"of", "the"}
+
+
+def _inside(words: str, text: str) -> bool:
+    """Whether `words` are some of the whole words of the longer `text`."""
+    found = re.search(rf"(?<![\w'-]){re.escape(words)}(?![\w'-])", text)
+    return len(text) > len(words) and found is not None
 
 
 def _words(text: str) -> set[str]:

@@ -60,7 +60,7 @@ FILLER = frozenset(
         "are be this that these those please can could would will let let's lets just now here "
         "there some any do does how many much what which who where when why if whether than then "
         "so as not no into onto more again same instead another need want he him his she her "
-        "hers they them their theirs we"
+        "hers they them their theirs we too also"
     )
 )
 #: Words a noun phrase starts with ("some willow bark"), and words that end a description
@@ -219,6 +219,14 @@ def clauses(line: str) -> list[str]:
     """What a line relays as a message: the words after "that", "saying" or a colon, to the
     end of the sentence."""
     return [" ".join(m.group(1).split()).strip(" ,") for m in _CLAUSE.finditer(line)]
+
+
+def quoted(line: str) -> list[str]:
+    """The words a line quotes, in double quotes ('tell them, "Hold the barge till dusk."')."""
+    return [q for m in _QUOTED.finditer(line) if (q := m.group(1).strip(" .,"))]
+
+
+_QUOTED = re.compile(r'"([^"]+)"')
 
 
 def spans(

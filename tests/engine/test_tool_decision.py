@@ -18,6 +18,7 @@ from tests.helpers import SET_LIGHT, Recorder, graph_of
 from turnloom.engine.turns.nodes.score import arguments as sa
 from turnloom.engine.turns.nodes.score import calibration as sc
 from turnloom.engine.turns.nodes.score import decision as td
+from turnloom.engine.turns.nodes.score import errands as se
 from turnloom.engine.turns.nodes.score import numbers as sn
 from turnloom.engine.turns.nodes.score import request as sr
 from turnloom.engine.turns.nodes.score import sentences as sse
@@ -1510,9 +1511,30 @@ def test_a_line_asking_to_pass_words_on_is_evidence_for_the_tools_that_take_a_me
         "Send word to the garrison: bandits on the road.",
         "Ride to the ferry and tell them to wait.",
     ):
-        assert sw.telling_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
+        assert se.telling_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
     for line in ("Tell me about the harbour.", "Let me know when she docks.", "The cargo sold."):
-        assert sw.telling_words(tools, line) == [0.0, 0.0], line
+        assert se.telling_words(tools, line) == [0.0, 0.0], line
+
+
+def test_a_line_sending_something_to_a_named_place_is_evidence_for_the_tools_that_take_one() -> (
+    None
+):
+    passage = tl.ToolDefinition(
+        "book_passage",
+        "Books places on the next ship.",
+        [tl.ToolParamDefinition("destination", "string", "The port the travellers are going to.")],
+    )
+    hire = tl.ToolDefinition(
+        "hire_hands",
+        "Hires dockhands.",
+        [tl.ToolParamDefinition("workers", "integer", "How many.")],
+    )
+    tools = [passage, hire]
+    for line in ("Get my men across to Highcliff Harbour.", "Two seats bound for Port Amberly."):
+        assert se.place_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
+    # No named place, or one the line does not send anything to: nothing.
+    for line in ("Get my men across to the other side.", "I came from Highcliff Harbour."):
+        assert se.place_words(tools, line) == [0.0, 0.0], line
 
 
 def test_a_question_without_its_mark_and_a_line_opening_with_thanks_are_talk_when_unsure() -> None:

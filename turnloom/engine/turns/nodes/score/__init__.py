@@ -2,5 +2,5 @@
 and its arguments, each chosen by comparing the model's likelihood of the candidates rather
 than by generating a call (`decision` runs it; `request` asks whether the line asks for
 anything at all; `arguments` fills the call, from the numbers (`numbers`), spans (`values`,
-`strings`) and words (`words`) the line offers; `calibration` scores candidates against
-content-free inputs; `sentences` cuts the line before it is asked about)."""
+`strings`) and words (`words`, `errands`) the line offers; `calibration` scores candidates
+against content-free inputs; `sentences` cuts the line before it is asked about)."""

@@ -42,19 +42,24 @@ choice's prompt) are not needed here.
   gives X, not whom it is for, and "the same message" the last one. A number counts things,
   not a name, a person or a place ("Give Sorrel 3 scoops of oats" feeds Sorrel); a name said
   only as a place ("from Hollin Cross") gives way to another, and a sentence's capitalised
-  subject ("Bramble looks half-starved.") is a name when the line has no other; an owner is
-  whose the line says something is ("The magistrate's horse"); a place (a string described
-  by where it goes) is where the line sends something, all of its name ("to the Isle of
-  Kerrow").
+  subject ("Bramble looks half-starved.") is a name when the line has no other, and a name
+  is all of it ("the Maiden of Corrow"), or the earlier call's if the line says none ("Send
+  her to the dry dock instead."); an owner is whose the line says something is ("The
+  magistrate's horse"); a place (a string described by where it goes) is where the line
+  sends something, all of its name ("to the Isle of Kerrow"); a message is the words the
+  line quotes, if it quotes any, and the earlier call's if the line's only words are whom it
+  goes to ("Tell the Crimson Pike too.").
 - **Enums** are chosen among the values the line names, as written or in words
-  ("storm_warning": "the storm warning"), not among those it turns down ("the south bank,
-  not the north"), else among all.
+  ("storm_warning": "the storm warning", "drydock": "the dry dock"), not among those it
+  turns down ("the south bank, not the north"), else among all.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
-  dozen", "both", "two hundred and fifty"; for a count of days, "a week" or "two weeks";
-  for one of minutes, "a quarter of an hour", "an hour and a half"),
-  not those it turns down ("four, not five"); else 1 if it says "a" or
-  "another", else the value an earlier call gave, else 1. A count the line does not say at
-  all (no number, no "a", no earlier call) is listed as unread.
+  dozen", "both", "two hundred and fifty"; for a count of days, "a week", "two weeks" or
+  "for the day", and a span of time is no other count's; for one of minutes, "a quarter of
+  an hour", "an hour and a half"), not those it turns down ("four, not five"); else 1 if it
+  says "a" or "another" (not "a week"), else the value an earlier call gave, else 1. A
+  correction's bare number is the call's first count ("Make that six." after four
+  dockhands for two days), the others keeping theirs unless it says their unit. A count the
+  line does not say at all (no number, no "a", no earlier call) is listed as unread.
 """
 
 from __future__ import annotations

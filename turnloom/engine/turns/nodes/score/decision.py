@@ -10,12 +10,14 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    calls nothing, except that a question may call a tool that looks something up (one whose
    description starts "Look up", "Check", "Find"...: "Any rope in stock?"). A question that
    asks to be told something rather than for something (no "could", "can", "would"...: "How
-   many berths are there below deck?") may call only such a tool too. A line the step is
-   unsure of that opens with a tool's own verb ("Walk north.") or counts what a tool counts
-   in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after a
-   call that goes on with "And..." ("And her sister ship, the Sea Swallow."). An order with a
-   question tagged on ("Assay this lump, would you?") is no question; a line that opens by
-   taking leave ("Goodbye, and mind the shaft.") is talk unless the step is sure it asks.
+   many berths are there below deck?", or one without its mark: "what do all those flags
+   mean") may call only such a tool too. A line the step is unsure of that opens with a
+   tool's own verb ("Walk north.") or counts what a tool counts in ("Foghorn, 5 blasts.",
+   "Berth for 2 days.") is a request; so is one right after a call that goes on with
+   "And..." ("And her sister ship, the Sea Swallow."). An order with a question tagged on
+   ("Assay this lump, would you?") is no question; a line that opens by taking leave or with
+   thanks ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.")
+   is talk unless the step is sure it asks.
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -23,12 +25,15 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    likelihoods are calibrated (`calibration`), and each tool gains from the words the
    line shares with its declaration (`words`): players name what they want; and from
    what the line counts ("2 torches") where the tool takes a count of it, so "Hand me 2
-   torches" asks the tool that hands items over, not the one named after torches. A request
-   adds its margin to the tools' side against talk. The tool is chosen on the line alone:
-   after a dialog the model leans to the last call shown, except that a line right after a
-   call asking for more of it ("And two more for Rosa's crew.") repeats it, whatever it says
-   that is for. A line that names the chosen tool's verb only to negate it ("Don't bother
-   fetching Marta") calls nothing.
+   torches" asks the tool that hands items over, not the one named after torches; and from
+   what the line asks to be carried (`errands`): words to pass on ("Let the Sea Lantern
+   know...") for the tools that take a message, a named place to go to ("across to Highcliff
+   Harbour") for those that take a place. A request adds its margin to the tools' side
+   against talk. The tool is chosen on the line alone: after a dialog the model leans to the
+   last call shown, except that a line right after a call asking for more of it ("And two
+   more for Rosa's crew.") or correcting it ("Actually, make it Highcliff Harbour.")
+   repeats it, whatever it says that is for. A line that names the chosen tool's verb only
+   to negate it ("Don't bother fetching Marta") calls nothing.
 3. **Its arguments** (`arguments`), one by one, after the recent calls of the dialog.
 
 How close each choice was (its margin in nats) is in `ScoreDecision.diagnostics`, the node's
@@ -51,6 +56,7 @@ from ....tools.parsing import ParsedCall, ParseOutcome
 from ...dialog.projection import Interaction
 from .arguments import fill_arguments
 from .calibration import best, calibrated_scores, one_line
+from .errands import place_words, telling_words
 from .request import SURE, request_margin
 from .values import FILLER, MORE, WORD, enum_values, spelled
 from .words import (
@@ -61,7 +67,6 @@ from .words import (
     people_words,
     refuses,
     shared_words,
-    telling_words,
 )
 
 __all__ = [
@@ -220,9 +225,10 @@ async def decide_by_score(
         )
         # The people it names count for the tools that take a person, but do not stop a
         # follow-up ("And the same for his brother Aldo."): only the tools' own words do.
-        told = telling_words(tools, line)
-        people = people_words(tools, line)
-        evidence = [w + p + t for w, p, t in zip(named, people, told, strict=True)]
+        # So do a message to pass on and a named place to go to, for the tools that take one.
+        people, told = people_words(tools, line), telling_words(tools, line)
+        sent = place_words(tools, line)
+        evidence = [sum(e) for e in zip(named, people, told, sent, strict=True)]
         scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, [*evidence, 0.0], strict=True)]
         chosen, _ = best(scores[:-1])
         # How much likelier the tool is than talk, with what the line's request adds to it:

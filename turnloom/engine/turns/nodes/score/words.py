@@ -75,7 +75,6 @@ __all__ = [
     "polar_words",
     "refuses",
     "shared_words",
-    "telling_words",
 ]
 
 #: Nats a choice gains per unit of the words the line shares with it: one word that only one
@@ -147,12 +146,6 @@ _TITLE = re.compile(r"\bthe\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)+)")
 #: Capitalised words that name no one.
 _NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
 #: A negated verb: "don't open", "do not bother fetching", "never send".
-#: A line asking to pass words on: "tell them", "let X know", "send word", "warn the guard".
-_TELLS = re.compile(
-    r"\b(?:tell|warn|inform)\s+(?!me\b|us\b)\w|\blet\s+(?!me\b|us\b)(?:[\w'-]+\s+){1,4}know\b"
-    r"|\bsend\s+(?:word|news)\b|\bpass\s+(?:it\s+)?(?:on|along)\b",
-    re.IGNORECASE,
-)
 _REFUSAL = re.compile(r"\b(?:don't|do not|dont|never)\s+(?:bother\s+)?([\w'-]+)", re.IGNORECASE)
 
 
@@ -178,18 +171,6 @@ def people_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     takers = [i for i, tool in enumerate(tools) if any(takes_person(p) for p in tool.parameters)]
     weights = [0.0] * len(tools)
     if takers and any(not _stems(name) & known for name in _names(line)):
-        for i in takers:
-            weights[i] = math.log((len(tools) + 1) / len(takers))
-    return weights
-
-
-def telling_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
-    """Per tool, the weight of a line asking to pass words on ("Let the Sea Lantern know...",
-    "Send word to the garrison: ..."; not "tell me"): log((tools + 1) / tools that take a
-    message) to each tool that takes one."""
-    takers = [i for i, t in enumerate(tools) if any(is_sentence(p, _MESSAGE) for p in t.parameters)]
-    weights = [0.0] * len(tools)
-    if takers and _TELLS.search(line):
         for i in takers:
             weights[i] = math.log((len(tools) + 1) / len(takers))
     return weights

@@ -339,6 +339,7 @@ MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
+CARAVAN = load_set(_DATA / "caravan_sealed.json")
 
 SETS = {
     s.name: s
@@ -358,5 +359,6 @@ SETS = {
         PLAYHOUSE,
         STABLES,
         HARBOUR,
+        CARAVAN,
     )
 }

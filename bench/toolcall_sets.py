@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Fifteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Sixteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -45,6 +45,11 @@ the tools' words ("the north door looks old") to catch a model that matches word
   sha256 fe55226245d7b6d2d2458442bba5489afd03eb8885756e07241db2793f44a05f): written sealed by
   someone who had not read how decisions are scored, kept out of every run until it judged
   the work on names, owners, spans of time and opposite sides, a development set since.
+- **caravan** (`data/caravan_sealed.json`, 60 lines, 6 tools, the caravan master of a desert
+  trading post; sha256 d591964fa12e41d721e559cbc51bd3ab36fbc46940b2f69fe679dc6c084d99b6):
+  written sealed by someone who had not read how decisions are scored, kept out of every run
+  until it judged the work on corrections, names of several words, messages and places, a
+  development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -339,7 +344,7 @@ MINE = load_set(_DATA / "mine_sealed.json", _JUDGED)
 PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
-CARAVAN = load_set(_DATA / "caravan_sealed.json")
+CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

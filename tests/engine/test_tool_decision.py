@@ -963,6 +963,8 @@ def test_the_one_a_line_is_said_to_is_not_a_value() -> None:
     line = "Now the other pack horse, Old Tam."
     assert not ss._addressed(line, "Old Tam", "horse")
     assert _read(HORSE, line, {"saddle", "horse", "pack"}, numeric=False)[0] == "Old Tam"
+    line = "Not the grey camel, he's fine. Stable the white one, Son of the Wind."
+    assert _read(HORSE, line, {"stable", "horse"}, numeric=False) == ["Son of the Wind"]
 
 
 #: A horse's name, the argument the tests of names below read.
@@ -1572,3 +1574,77 @@ def test_quoted_words_a_value_in_two_words_and_what_an_earlier_call_named() -> N
         earlier=("her cargo has been sold",), taken=frozenset({"crimson", "pike"}),
     )  # fmt: skip
     assert ss.string_values(fill, message) == ["her cargo has been sold"]
+
+
+#: A tool whose enum's description explains each value, with a boolean said with "=".
+GUIDE = tl.ToolDefinition(
+    "hire_guide",
+    "Hire a desert guide.",
+    [
+        tl.ToolParamDefinition(
+            "route",
+            "string",
+            "Which route: dunes = east across the deep sand to Tal Harir; wadi = north along the "
+            "dry riverbed to Qarat Sulaiman; coast = west to the sea at Port Sabra.",
+            enum=["dunes", "wadi", "coast"],
+        ),
+        tl.ToolParamDefinition(
+            "round_trip",
+            "boolean",
+            "true = the guide returns with them; false = one way only, the guide leaves them.",
+        ),
+    ],
+)
+
+
+def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() -> None:
+    route = GUIDE.parameters[0]
+    enum = ["dunes", "wadi", "coast"]
+    assert sv.explained(route.description, enum, "My brother is sick in Tal Harir.") == ["dunes"]
+    assert sv.explained(route.description, enum, "Along the dry riverbed, please.") == ["wadi"]
+    assert sv.explained(route.description, enum, "Actually, one way only.") == []
+    # Words every explanation has ("to", "the") name none; a value said outright is not needed.
+    harbour = "merchant for the merchant quay, drydock for the dry dock where hulls are repaired"
+    assert sv.explained(harbour, ["merchant", "drydock"], "Her hull is cracked.") == ["drydock"]
+    assert sa._phrases(GUIDE.parameters[1].description) == (
+        "the guide returns with them",
+        "one way only",
+    )
+    # Through the decision: the explanation chooses the route; a correction naming none keeps
+    # it and reads the boolean's "=" phrase.
+    scorer = ScoringMock("mock", script=["unused"])
+    graph = graph_of(
+        ("detect", node(tools=[GUIDE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
+    )
+    calls: list[tl.ToolCallEvent] = []
+    with tl.Engine(scorer) as engine:
+        agent = engine.create_agent(graph)
+        agent.set_on_tool_call_event(calls.append)
+        agent.send_message("Hire a guide to Tal Harir, returning with me.")
+        agent.send_message("Hire a guide, actually one way only.")
+        agent.send_message("Hire a guide to the sea, I won't be returning.")
+    assert [c.arguments["route"] for c in calls] == ["dunes", "dunes", "coast"]
+    # "returning" said, "one way only" said, "returning" denied.
+    assert [c.arguments["round_trip"] for c in calls] == [True, False, False]
+
+
+def test_greetings_open_talk_and_wants_or_a_later_verb_make_an_order() -> None:
+    unsure = FixedRequest(0.1)  # a request, but within SURE of the boundary
+    for line in ("Peace be upon you, giver of apples!", "Good morning! Lovely apples."):
+        assert run(unsure, node(), line)["calls"] == [], line
+    talk = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    for line in ("I'll take two apples.", "We need apples. Give me 2 apples."):
+        (call,) = run(talk, node(), line)["calls"]
+        assert call.tool_name == "give_item", line
+    assert run(talk, node(), "Apples are nice.")["calls"] == []
+
+
+def test_beside_a_place_to_says_whom_and_in_says_where() -> None:
+    whom = tl.ToolParamDefinition("recipient", "string", "The name of the person it is for.")
+    where = tl.ToolParamDefinition("place", "string", "The town where the recipient is.")
+    line = "Same message to Bashir the farrier in Port Sabra."
+    avoid = frozenset({"send", "message", "recipient", "place"})
+    fill = ss.Fill("", "", ", ", line, avoid, False, place_elsewhere=True)
+    assert ss.string_values(fill, whom) == ["Bashir"]
+    fill = ss.Fill("", "", ", ", line, avoid, False, whom_elsewhere=True)
+    assert ss.string_values(fill, where) == ["Port Sabra"]

@@ -10,7 +10,9 @@ choice's prompt) are not needed here.
 
 - **Booleans and enums** are scored and calibrated (`calibration`) among their values;
   a boolean gains from the words of its description's phrase for each value the line has
-  ("true to light it, false to put it out"), any word that lights, opens or starts
+  ("true to light it, false to put it out", "true = ...; false = ..."; the tool's own words
+  aside, and those of a clause the line denies counting for the other value: "I won't be
+  returning"), any word that lights, opens or starts
   something matching another such word, and any that puts out, closes or stops something
   another ("Douse the lamp" says "put it out": `words.polar_words`), as any word
   that raises matches another, and any that lowers ("Bring the curtain down"), a side whose
@@ -44,14 +46,17 @@ choice's prompt) are not needed here.
   only as a place ("from Hollin Cross") gives way to another, and a sentence's capitalised
   subject ("Bramble looks half-starved.") is a name when the line has no other, and a name
   is all of it ("the Maiden of Corrow"), or the earlier call's if the line says none ("Send
-  her to the dry dock instead."); an owner is whose the line says something is ("The
-  magistrate's horse"); a place (a string described by where it goes) is where the line
-  sends something, all of its name ("to the Isle of Kerrow"); a message is the words the
-  line quotes, if it quotes any, and the earlier call's if the line's only words are whom it
-  goes to ("Tell the Crimson Pike too.").
+  her to the dry dock instead."), and beside a place argument, "to" says whom and "in" or
+  "at" where ("to Bashir the farrier in Port Sabra"); an owner is whose the line says
+  something is ("The magistrate's horse"); a place (a string described by where it goes) is
+  where the line sends something, all of its name ("to the Isle of Kerrow"); a message is
+  the words the line quotes, if it quotes any, and the earlier call's if the line's only
+  words are whom it goes to ("Tell the Crimson Pike too.").
 - **Enums** are chosen among the values the line names, as written or in words
   ("storm_warning": "the storm warning", "drydock": "the dry dock"), not among those it
-  turns down ("the south bank, not the north"), else among all.
+  turns down ("the south bank, not the north"), else among those whose explanation in the
+  description it names most ("dunes = east ... to Tal Harir": "sick in Tal Harir"), else an
+  earlier call's value ("Actually, one way only."), else among all.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
   dozen", "both", "two hundred and fifty"; for a count of days, "a week", "two weeks" or
   "for the day", and a span of time is no other count's; for one of minutes, "a quarter of
@@ -90,7 +95,11 @@ from .values import (
     WORD,
     earlier_values,
     enum_values,
+    explained,
+    is_name,
+    is_place,
     spelled,
+    takes_person,
     unnegated,
     value_words,
     widened,
@@ -121,7 +130,14 @@ Call: rent_room(nights=2)
 DIALOG_TURNS = 3
 DIALOG_CHARS = 600
 _BOOLEAN_PHRASES = re.compile(
-    r"\btrue (?:to|if|when)\s+(?P<true>[^,;.]+)|\bfalse (?:to|if|when)\s+(?P<false>[^,;.]+)",
+    r"\btrue\s*(?:to|if|when|=|:|means)\s+(?P<true>[^,;.]+)"
+    r"|\bfalse\s*(?:to|if|when|=|:|means)\s+(?P<false>[^,;.]+)",
+    re.IGNORECASE,
+)
+#: A clause a line denies: "won't be coming back", "never comes back", "don't bring her back".
+_DENIED = re.compile(
+    r"\b(?:not|never|no longer|won't|wont|don't|dont|didn't|isn't|aren't|can't|shan't)\b"
+    r"[^,.;:!?]*",
     re.IGNORECASE,
 )
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
@@ -166,11 +182,14 @@ async def fill_arguments(
     counted = [p for p in tool.parameters if p.type in ("integer", "number")]
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
-        days_elsewhere = any(counts_days(p) for p in counted if p is not param)
+        others = [p for p in tool.parameters if p is not param and p.type == "string"]
         fill = Fill(
             header, call_text, end, line, avoid, numeric,
             tuple(earlier.get(param.name, ())), frozenset(taken), tool.description,
-            later_count=param in counted[1:], days_elsewhere=days_elsewhere,
+            later_count=param in counted[1:],
+            days_elsewhere=any(counts_days(p) for p in counted if p is not param),
+            place_elsewhere=any(is_place(p) for p in others),
+            whom_elsewhere=any(is_name(p) or takes_person(p) for p in others),
         )  # fmt: skip
         value, read = await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
@@ -221,6 +240,13 @@ async def _fill(
         # one): the model chooses among those, else among all.
         # What it turns down is not among them ("the south bank, not the north").
         said = [v for v in enum if _says(v, line)]
+        # Else those whose explanation in the description it names most ("dunes = east
+        # across the deep sand to Tal Harir": "my brother is sick in Tal Harir"), else an
+        # earlier call's ("Actually, one way only." keeps the dunes).
+        said = said or explained(param.description, enum, line)
+        kept = [v for v in fill.earlier if v in enum]
+        if not said and kept:
+            return kept[-1], math.nan
         values = [v for v in said if _says(v, unnegated(line))] or said or enum
         if len(values) == 1:
             return values[0], math.nan
@@ -242,7 +268,18 @@ async def _fill(
         if param.type == "boolean":  # the words of its description's phrase for each value
             phrases = _phrases(param.description, fill.tool_description)
             opposed = opposed_sides(phrases, line)
-            named = [polar_words(p, line) + o for p, o in zip(phrases, opposed, strict=True)]
+            # The tool's own words are said whichever value is meant ("Hire a guide"): a
+            # side is told by the rest of its phrase.
+            phrases = tuple(  # type: ignore[assignment]
+                " ".join(w for w in WORD.findall(p) if w.lower() not in fill.avoid) for p in phrases
+            )
+            # What the line says of one side only to deny it counts for the other ("I won't
+            # be coming back" against "true = the guide brings them back").
+            denied = " ".join(m.group(0) for m in _DENIED.finditer(line))
+            plain = _DENIED.sub("", line)
+            sides = [polar_words(p, plain) + o for p, o in zip(phrases, opposed, strict=True)]
+            against = [polar_words(p, denied) for p in phrases]
+            named = [sides[0] + against[1], sides[1] + against[0]]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
             if is_urgency(param) and says_unhurried(line):  # "No hurry, but...": it says so
                 return False, math.nan

@@ -11,13 +11,15 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    description starts "Look up", "Check", "Find"...: "Any rope in stock?"). A question that
    asks to be told something rather than for something (no "could", "can", "would"...: "How
    many berths are there below deck?", or one without its mark: "what do all those flags
-   mean") may call only such a tool too. A line the step is unsure of that opens with a
-   tool's own verb ("Walk north.") or counts what a tool counts in ("Foghorn, 5 blasts.",
-   "Berth for 2 days.") is a request; so is one right after a call that goes on with
-   "And..." ("And her sister ship, the Sea Swallow."). An order with a question tagged on
-   ("Assay this lump, would you?") is no question; a line that opens by taking leave or with
-   thanks ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.")
-   is talk unless the step is sure it asks.
+   mean") may call only such a tool too. A line the step is unsure of with a sentence that
+   opens with a tool's own verb ("Walk north.", "Not the grey camel. Stable the white one.")
+   or with what the speaker wants ("I'll buy a sack of dates."), or that counts what a tool
+   counts in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after
+   a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). An order with
+   a question tagged on ("Assay this lump, would you?") is no question; a line that opens by
+   taking leave, with thanks or a greeting ("Goodbye, and mind the shaft.", "Thank you
+   kindly. You've a gift with horses.", "Peace be upon you!") is talk unless the step is
+   sure it asks.
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -58,6 +60,7 @@ from .arguments import fill_arguments
 from .calibration import best, calibrated_scores, one_line
 from .errands import place_words, telling_words
 from .request import SURE, request_margin
+from .sentences import sentences
 from .values import FILLER, MORE, WORD, enum_values, spelled
 from .words import (
     WORDS_WEIGHT,
@@ -109,13 +112,19 @@ _TAG = re.compile(
 )
 #: What a line says something is for ("for Rosa's crew"): whom, not which tool.
 _FOR = re.compile(r"\bfor\b[^,.;:!?]*", re.IGNORECASE)
-#: A line that opens by taking leave or with thanks: what follows is a wish or a remark
-#: ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses."), not an
-#: errand, unless the request is sure.
+#: A line that opens by taking leave, with thanks or a greeting: what follows is a wish or a
+#: remark ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.",
+#: "Peace be upon you, caravan master!"), not an errand, unless the request is sure.
 _LEAVES = re.compile(
     r"\W*(?:good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe "
-    r"travels|godspeed|thanks|thank you|many thanks|much obliged|cheers)\b",
+    r"travels|godspeed|thanks|thank you|many thanks|much obliged|cheers|hello|hi|hey|greetings|"
+    r"good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
     re.IGNORECASE,
+)
+#: A sentence saying what the speaker wants ("I'll buy a sack of dates.", "We need someone to
+#: lead us...", "I'd like the blue one."): an order in the speaker's words.
+_WANTS = re.compile(
+    r"\W*(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take|have)\b", re.I
 )
 #: A question written without its question mark ("what do all those flags mean").
 _ASKED = re.compile(
@@ -184,9 +193,13 @@ async def decide_by_score(
     asks = await request_margin(backend, line, agent_id, after_call=last_call is not None)
     diagnostics: dict[str, Any] = {"request": round(asks, 3)}
     question = (line.rstrip().endswith("?") and not _TAG.search(line)) or bool(_ASKED.match(line))
-    # An order that opens with a tool's own verb ("Walk north.") or counts what a tool counts
-    # in ("Foghorn, 5 blasts.") asks for something, where the request step is unsure of it.
-    ordered = opens_with_verb(tools, line) or counts_in_units(tools, line)
+    # An order that opens with a tool's own verb ("Walk north.", "Not the grey camel. Stable
+    # the white one.") or with what the speaker wants ("I'll buy a sack of dates.") or that
+    # counts what a tool counts in ("Foghorn, 5 blasts.") asks for something, where the
+    # request step is unsure of it.
+    said = sentences(line)
+    ordered = any(opens_with_verb(tools, s) or _WANTS.match(s) for s in said)
+    ordered = ordered or counts_in_units(tools, line)
     # Right after a call, a line that goes on with "And..." adds to that request ("And her
     # sister ship right behind, the Sea Swallow.").
     goes_on = last_call is not None and _GOES_ON.match(line) is not None

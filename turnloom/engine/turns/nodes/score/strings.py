@@ -44,7 +44,7 @@ CORRECTION = re.compile(r"\bmake (?:it|that)\s+([^,.;:!?]*)", re.IGNORECASE)
 _REASON = re.compile(
     r"(?:,\s*|\bbecause\s+|\bsince\s+)"
     r"(?:(?:he|she|it|they|there|somebody|someone|everyone|everybody|nobody)(?:'\w+)?\b"
-    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z])"
+    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z])(?!of\s)"
     r"|(?:my|his|her|our|their|your)\s+[\w-]+(?:'s|\s+(?:is|are|was|were|has|have|had))\b)"
     r"[^.;!?]*"
 )
@@ -89,6 +89,9 @@ class Fill:
     later_count: bool = False
     #: Whether another argument of the tool counts days (a span of time is its number).
     days_elsewhere: bool = False
+    #: Whether another argument of the tool is a place, or whom something is for.
+    place_elsewhere: bool = False
+    whom_elsewhere: bool = False
 
 
 def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
@@ -159,13 +162,21 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # word that starts a longer one.
     if a_place:
         placed = [v for v in found if _placed(fill.line, v) and not _PLACE_ENDS & _words(v)]
+        # Beside whom it is for, "to" says whom and "in" or "at" where ("Same message to
+        # Bashir the farrier in Port Sabra.").
+        if fill.whom_elsewhere:
+            placed = [v for v in placed if _placed(fill.line, v, _WITHIN)] or placed
         found = [v for v in placed if not any(_starts_longer(o, v) for o in placed)] or found
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
     # Sea Lark") names one thing the line is about: an object takes it whole, not a word
     # beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in Port
     # Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
     elif not message and not takes_person(param):
-        found = [v for v in found if _proper(fill.line, v)] or found
+        # Where a place argument takes the place ("in Port Sabra"), this one takes another.
+        proper = [v for v in found if _proper(fill.line, v)]
+        if fill.place_elsewhere:
+            proper = [v for v in proper if not _placed(fill.line, v, _WITHIN)]
+        found = proper or found
         # So does a capitalised word after an article or a possessive, a title or a name
         # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
         # where the thing goes ("to the Mill").
@@ -180,7 +191,10 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # "Captain's running"), where an order opens with its verb ("Give him...").
     if a_name:
         named = [v for v in found if _capitalised(fill.line, v)]
-        unplaced = [v for v in named if not _placed(fill.line, v)]
+        # Beside a place argument, "to" says whom: "Same message to Bashir in Port Sabra."
+        places = _WITHIN if fill.place_elsewhere else _PLACES
+        placed = [v for v in named if _placed(fill.line, v, places)]
+        unplaced = [v for v in named if v not in placed and not any(_inside(v, o) for o in placed)]
         # All of a name, not a word of it: "the Maiden of Corrow", not "Maiden".
         unplaced = [v for v in unplaced if not any(_inside(v, o) for o in unplaced)]
         capitalised = unplaced or _subjects(fill.line, fill.avoid) or named
@@ -222,12 +236,17 @@ def _capitalised(line: str, value: str) -> bool:
 _NAMED = re.compile(r"[A-Z][\w'.-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w'.-]*)*")
 
 
-def _placed(line: str, value: str) -> bool:
-    """Whether `value` is said in `line` only as a place: after "from", "to", "at", "in",
-    "into", "near", "past" or "bound for" ("all the way from Hollin Cross")."""
-    places = re.finditer(re.escape(value), line)
-    before = r"\b(?:from|to|at|in|into|near|past|bound\s+for)\s+(?:the\s+)?$"
-    return all(re.search(before, line[: m.start()], re.I) for m in places)
+#: Words a place follows ("all the way from Hollin Cross", "bound for Port Amberly"), and
+#: those a place something is in follows.
+_PLACES = r"from|to|at|in|into|near|past|bound\s+for"
+_WITHIN = r"from|at|in|near"
+
+
+def _placed(line: str, value: str, places: str = _PLACES) -> bool:
+    """Whether `value` is said in `line` only as a place: after one of `places`."""
+    found = re.finditer(re.escape(value), line)
+    before = rf"\b(?:{places})\s+(?:the\s+)?$"
+    return all(re.search(before, line[: m.start()], re.I) for m in found)
 
 
 #: A sentence's first word, capitalised, then an "'s" or a verb that says what it does
@@ -293,12 +312,14 @@ def _addressed(line: str, value: str, name: str) -> bool:
     """Whether `value` is a name `line` is said to: capitalised, closing a sentence after a
     comma ("Put it on my tab, Ilse.", "Two more, Hilda!"); not one that names what the words
     before the comma are, the argument's own thing ("the other pack horse, Old Tam." for a
-    "horse")."""
+    "horse", "the white one, Son of the Wind.")."""
     said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
     if not value[:1].isupper() or re.search(said, line) is None:
         return False
     thing = _thing(name)
-    return not thing or re.search(rf"\b{re.escape(thing)}s?{said}", line, re.I) is None
+    # "the white one, Son of the Wind.": "one" stands for the thing too.
+    things = rf"(?:{re.escape(thing)}s?|one)" if thing else "one"
+    return re.search(rf"\b{things}{said}", line, re.I) is None
 
 
 def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:

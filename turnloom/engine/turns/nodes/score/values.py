@@ -102,6 +102,31 @@ def enum_values(param: ToolParamDefinition) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for p in parts if (v := p.strip().strip("'\"`").strip())))
 
 
+def explained(description: str, enum: Sequence[str], line: str) -> list[str]:
+    """The declared values whose explanation in `description` ("dunes = east across the deep
+    sand to Tal Harir; wadi = north along ...", "merchant for the merchant quay, fishing for
+    ...") shares the most words with `line`, the words every explanation has aside; [] if
+    none shares any."""
+    at = sorted(
+        (m.start(), m.end(), value)
+        for value in enum
+        for m in re.finditer(rf"\b{re.escape(value)}\s*(?:=|:|-|for\b|means\b)", description)
+    )
+    told: dict[str, set[str]] = {}
+    for (_, end, value), after in zip(at, [*at[1:], (len(description), 0, "")], strict=False):
+        told.setdefault(value, set()).update(_content(description[end : after[0]]))
+    common = set.intersection(*told.values()) if len(told) > 1 else set()
+    said = _content(line)
+    shared = {value: len((words - common) & said) for value, words in told.items()}
+    most = max(shared.values(), default=0)
+    return [value for value in enum if most and shared.get(value) == most]
+
+
+def _content(text: str) -> set[str]:
+    """The words of `text` that are no filler, lowercase and singular ("hulls": "hull")."""
+    return {singular(w) for w in {w.lower() for w in WORD.findall(text)} - FILLER}
+
+
 def after_numbers(line: str) -> set[int]:
     """Where the words right after a number of `line` start (not across punctuation), past a
     word that counts by itself and an "of" after it ("a dozen candles", "a couple of

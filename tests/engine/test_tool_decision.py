@@ -696,15 +696,19 @@ def test_a_booleans_condition_is_not_what_its_tool_does() -> None:
     assert sw.shared_words([pigeon, horn], "Send it.") == [pytest.approx(math.log(3)), 0.0]
 
 
+#: A tool that passes a message on to someone.
+PASS_MESSAGE = tl.ToolDefinition(
+    "pass_message",
+    "Pass a message on.",
+    [
+        tl.ToolParamDefinition("recipient", "string", "Who gets the message."),
+        tl.ToolParamDefinition("message", "string", "What to tell them."),
+    ],
+)
+
+
 def test_a_named_person_is_evidence_for_the_tools_that_take_a_person() -> None:
-    message = tl.ToolDefinition(
-        "pass_message",
-        "Pass a message on.",
-        [
-            tl.ToolParamDefinition("recipient", "string", "Who gets the message."),
-            tl.ToolParamDefinition("message", "string", "What to tell them."),
-        ],
-    )
+    message = PASS_MESSAGE
     guard = tl.ToolDefinition(
         "call_guard", "Send for the guard.", [tl.ToolParamDefinition("reason", "string", "Why.")]
     )
@@ -1496,18 +1500,10 @@ def test_a_name_of_several_words_joined_by_of_is_taken_whole() -> None:
 
 
 def test_a_line_asking_to_pass_words_on_is_evidence_for_the_tools_that_take_a_message() -> None:
-    signal = tl.ToolDefinition(
-        "signal_ship",
-        "Sends a signal to a ship.",
-        [
-            tl.ToolParamDefinition("ship", "string", "The name of the ship."),
-            tl.ToolParamDefinition("message", "string", "What to tell the ship."),
-        ],
-    )
     store = tl.ToolDefinition(
         "store_cargo", "Stores crates.", [tl.ToolParamDefinition("owner", "string", "Whose.")]
     )
-    tools = [signal, store]
+    tools = [PASS_MESSAGE, store]
     for line in (
         "Let the Sea Lantern know her cargo has been sold.",
         "Send word to the garrison: bandits on the road.",

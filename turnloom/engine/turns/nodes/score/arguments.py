@@ -134,7 +134,7 @@ _BOOLEAN_PHRASES = re.compile(
     r"|\bfalse\s*(?:to|if|when|=|:|means)\s+(?P<false>[^,;.]+)",
     re.IGNORECASE,
 )
-#: A clause a line denies: "won't be coming back", "never comes back", "don't bring her back".
+#: A clause a line denies: "won't be returning", "never opens", "don't light it".
 _DENIED = re.compile(
     r"\b(?:not|never|no longer|won't|wont|don't|dont|didn't|isn't|aren't|can't|shan't)\b"
     r"[^,.;:!?]*",
@@ -270,15 +270,15 @@ async def _fill(
             opposed = opposed_sides(phrases, line)
             # The tool's own words are said whichever value is meant ("Hire a guide"): a
             # side is told by the rest of its phrase.
-            phrases = tuple(  # type: ignore[assignment]
+            told = [
                 " ".join(w for w in WORD.findall(p) if w.lower() not in fill.avoid) for p in phrases
-            )
+            ]
             # What the line says of one side only to deny it counts for the other ("I won't
-            # be coming back" against "true = the guide brings them back").
+            # be returning" against "true = the guide returns with them").
             denied = " ".join(m.group(0) for m in _DENIED.finditer(line))
             plain = _DENIED.sub("", line)
-            sides = [polar_words(p, plain) + o for p, o in zip(phrases, opposed, strict=True)]
-            against = [polar_words(p, denied) for p in phrases]
+            sides = [polar_words(p, plain) + o for p, o in zip(told, opposed, strict=True)]
+            against = [polar_words(p, denied) for p in told]
             named = [sides[0] + against[1], sides[1] + against[0]]
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
             if is_urgency(param) and says_unhurried(line):  # "No hurry, but...": it says so

@@ -17,7 +17,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
-from .values import SENTENCE_WORDS, is_place, is_sentence
+from .strings import MESSAGE
+from .values import is_place, is_sentence
 
 __all__ = ["place_words", "telling_words"]
 
@@ -31,14 +32,12 @@ _TELLS = re.compile(
 #: A line sending someone or something to a named place: "across to Highcliff Harbour",
 #: "bound for Port Amberly", "ride to Kell's Ferry".
 _SENDS_TO = re.compile(r"\b(?:to|towards?|bound\s+for)\s+(?:the\s+)?[A-Z]")
-#: Words that make a string argument a message ("What to tell the ship" is one too).
-_MESSAGE = SENTENCE_WORDS - {"what"}
 
 
 def telling_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of a line asking to pass words on (module docstring) for the
     tools that take a message."""
-    return _evidence(tools, _TELLS.search(line) is not None, lambda p: is_sentence(p, _MESSAGE))
+    return _evidence(tools, _TELLS.search(line) is not None, lambda p: is_sentence(p, MESSAGE))
 
 
 def place_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:

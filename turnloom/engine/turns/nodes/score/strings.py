@@ -89,8 +89,9 @@ class Fill:
     later_count: bool = False
     #: Whether another argument of the tool counts days (a span of time is its number).
     days_elsewhere: bool = False
-    #: Whether another argument of the tool is a place, or whom something is for.
+    #: Whether another argument of the tool is a place ("to" then says whom).
     place_elsewhere: bool = False
+    #: Whether another argument of the tool is whom something is for ("in" then says where).
     whom_elsewhere: bool = False
 
 

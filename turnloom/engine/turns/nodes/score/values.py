@@ -251,6 +251,7 @@ def quoted(line: str) -> list[str]:
     return [q for m in _QUOTED.finditer(line) if (q := m.group(1).strip(" .,"))]
 
 
+#: Words in double quotes.
 _QUOTED = re.compile(r'"([^"]+)"')
 
 

@@ -345,6 +345,7 @@ PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
 CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
+BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json")
 
 SETS = {
     s.name: s
@@ -365,5 +366,6 @@ SETS = {
         STABLES,
         HARBOUR,
         CARAVAN,
+        BATHHOUSE,
     )
 }

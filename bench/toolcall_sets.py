@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Sixteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Seventeen sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -50,6 +50,11 @@ the tools' words ("the north door looks old") to catch a model that matches word
   written sealed by someone who had not read how decisions are scored, kept out of every run
   until it judged the work on corrections, names of several words, messages and places, a
   development set since.
+- **bathhouse** (`data/bathhouse_sealed.json`, 62 lines, 6 tools, the keeper of a port city's
+  bathhouse and laundry; sha256 26b4949ae5cf79ef6a84e186604adde997d945ad8a11c0f9fc46b4514eb32b5e):
+  written sealed the same way, kept out of every run until it judged the work that followed
+  caravan's judgement (explained values, greetings, what a player wants), a development set
+  since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -345,7 +350,7 @@ PLAYHOUSE = load_set(_DATA / "playhouse_sealed.json", _JUDGED)
 STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
 CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
-BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json")
+BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -1447,7 +1447,9 @@ def test_a_span_of_time_is_the_days_count_and_no_other() -> None:
     assert sn.numbers("two porters for the day", days) == [1]  # "the day" is one day
     assert sn.numbers("two porters for the day", workers) == [2]
     # The days are another argument's: "two days" is no count of workers.
-    assert sn.numbers("four dockhands for two days", workers, days_elsewhere=True) == [4]
+    assert sn.numbers("four dockhands for two days", workers, time_elsewhere=True) == [4]
+    assert sn.numbers("Three guests for three hours", workers, time_elsewhere=True) == [3]
+    assert sn.numbers("A room, three hours should do.", workers, time_elsewhere=True) == []
     assert sn.numbers("four dockhands for two days", workers) == [4, 2]
     # "a week" says how long, not one of something; "another" alone says one more.
     assert not sn.says_one("Make it a week instead.")
@@ -1602,26 +1604,42 @@ def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() ->
     # Words every explanation has ("to", "the") name none; a value said outright is not needed.
     harbour = "merchant for the merchant quay, drydock for the dry dock where hulls are repaired"
     assert sv.explained(harbour, ["merchant", "drydock"], "Her hull is cracked.") == ["drydock"]
+    # A phrase runs to the other value's or the sentence's end, across commas.
     assert sa._phrases(GUIDE.parameters[1].description) == (
         "the guide returns with them",
-        "one way only",
+        "one way only, the guide leaves them",
     )
-    # Through the decision: the explanation chooses the route; a correction naming none keeps
-    # it and reads the boolean's "=" phrase.
+    mend = "true means also stitch tears, patch holes and replace lost buttons; false means wash."
+    assert sa._phrases(mend) == ("also stitch tears, patch holes and replace lost buttons", "wash")
+    # Through the decision: the explanation chooses the route, and a denied side counts for
+    # the other.
     scorer = ScoringMock("mock", script=["unused"])
     graph = graph_of(
         ("detect", node(tools=[GUIDE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
     )
     calls: list[tl.ToolCallEvent] = []
     with tl.Engine(scorer) as engine:
-        agent = engine.create_agent(graph)
-        agent.set_on_tool_call_event(calls.append)
-        agent.send_message("Hire a guide to Tal Harir, returning with me.")
-        agent.send_message("Hire a guide, actually one way only.")
-        agent.send_message("Hire a guide to the sea, I won't be returning.")
-    assert [c.arguments["route"] for c in calls] == ["dunes", "dunes", "coast"]
-    # "returning" said, "one way only" said, "returning" denied.
-    assert [c.arguments["round_trip"] for c in calls] == [True, False, False]
+        for line, dialog in (
+            ("Hire a guide to Tal Harir, returning with me.", None),
+            ("Hire a guide to the sea, I won't be returning.", None),
+            # After a call: a correction naming no route keeps it, and says a side.
+            ("Actually, one way only.", GUIDE_HIRED),
+            ("Actually, make it returning with me.", GUIDE_HIRED),
+        ):
+            agent = engine.create_agent(graph, dialog=dialog)
+            agent.set_on_tool_call_event(calls.append)
+            agent.send_message(line)
+    assert [c.arguments["route"] for c in calls] == ["dunes", "coast", "wadi", "wadi"]
+    assert [c.arguments["round_trip"] for c in calls] == [True, False, False, True]
+
+
+#: A guide hired along the riverbed, there and back.
+GUIDE_HIRED = [
+    {"role": "user", "content": "A guide along the dry riverbed and back."},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+     "function": {"name": "hire_guide", "arguments": {"route": "wadi", "round_trip": True}}}]},
+    {"role": "tool", "tool_call_id": "c0", "name": "hire_guide", "content": "ok"},
+]  # fmt: skip
 
 
 def test_greetings_open_talk_and_wants_or_a_later_verb_make_an_order() -> None:
@@ -1644,3 +1662,20 @@ def test_beside_a_place_to_says_whom_and_in_says_where() -> None:
     assert ss.string_values(fill, whom) == ["Bashir"]
     fill = ss.Fill("", "", ", ", line, avoid, False, whom_elsewhere=True)
     assert ss.string_values(fill, where) == ["Port Sabra"]
+
+
+def test_what_a_count_is_counted_in_is_not_the_thing_and_quoted_values_are_explained() -> None:
+    item = tl.ToolParamDefinition("item", "string", "The soap or oil being bought.")
+    fill = ss.Fill(
+        "", "", ", ", "Not the lavender, the almond oil. One bottle.", frozenset({"sell"}), True,
+        units=frozenset({"bar", "bottle", "jar", "flask"}),
+    )  # fmt: skip
+    values = ss.string_values(fill, item)
+    assert "almond oil" in values and "bottle" not in values
+    pools = (
+        "Which bath: 'copper' is the big copper tub in the front hall; 'cedar' is the small "
+        "wooden tub upstairs; 'brine' is the sea-water pool down in the cellar."
+    )
+    enum = ["copper", "cedar", "brine"]
+    assert sv.explained(pools, enum, "A soak in the sea-water pool, please.") == ["brine"]
+    assert sv.explained(pools, enum, "Is the little wooden tub upstairs free?") == ["cedar"]

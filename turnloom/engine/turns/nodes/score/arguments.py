@@ -10,9 +10,10 @@ choice's prompt) are not needed here.
 
 - **Booleans and enums** are scored and calibrated (`calibration`) among their values;
   a boolean gains from the words of its description's phrase for each value the line has
-  ("true to light it, false to put it out", "true = ...; false = ..."; the tool's own words
-  aside, and those of a clause the line denies counting for the other value: "I won't be
-  returning"), any word that lights, opens or starts
+  ("true to light it, false to put it out", "true = ...; false = ...", a phrase running to
+  the other value's; the tool's own words aside, and those of a clause the line denies
+  counting for the other value: "I won't be returning"; a correction saying a side is that
+  side: "Actually, make it properly hot."), any word that lights, opens or starts
   something matching another such word, and any that puts out, closes or stops something
   another ("Douse the lamp" says "put it out": `words.polar_words`), as any word
   that raises matches another, and any that lowers ("Bring the curtain down"), a side whose
@@ -28,8 +29,10 @@ choice's prompt) are not needed here.
   whose name or description says so, but not whom it is for: "Who the message is for"
   is a name) is a longer span, the clause after "that" or "saying"
   first, and never the words another argument of the call took; what a number counts comes
-  right after it ("three bandages"), and the words right before the argument's own name
-  are its value ("the galley locker"), and a thing's name ("The ship's name.") is
+  right after it ("three bandages"), unless it is what a count of the tool is counted in
+  ("One bottle." of oil for "How many bars, bottles, jars or flasks"), and the words right
+  before the argument's own name are its value ("the galley locker"), and a thing's name
+  ("The ship's name.") is
   capitalised ("the Sea Swallow"); the one the line is said to ("Put it on my tab,
   Ilse.") is no value; a name (not a message) takes the words describing
   it, back to its determiner ("some willow bark"); a line that names nothing (but whom it
@@ -59,7 +62,8 @@ choice's prompt) are not needed here.
   earlier call's value ("Actually, one way only."), else among all.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
   dozen", "both", "two hundred and fifty"; for a count of days, "a week", "two weeks" or
-  "for the day", and a span of time is no other count's; for one of minutes, "a quarter of
+  "for the day", and a span of time is no count of things ("Three hours should do." is no
+  number of guests); for one of minutes, "a quarter of
   an hour", "an hour and a half"), not those it turns down ("four, not five"); else 1 if it
   says "a" or "another" (not "a week"), else the value an earlier call gave, else 1. A
   correction's bare number is the call's first count ("Make that six." after four
@@ -89,9 +93,10 @@ from .calibration import (
     says_unhurried,
     urgency_margin,
 )
-from .numbers import DAY_SPANS, counts_days, is_count, numbers, says_one, singular
+from .numbers import TIME_UNITS, counts_time, is_count, numbers, says_one, singular
 from .strings import CORRECTION, MESSAGE, Fill, is_message, string_values
 from .values import (
+    FILLER,
     WORD,
     earlier_values,
     enum_values,
@@ -130,8 +135,8 @@ Call: rent_room(nights=2)
 DIALOG_TURNS = 3
 DIALOG_CHARS = 600
 _BOOLEAN_PHRASES = re.compile(
-    r"\btrue\s*(?:to|if|when|=|:|means)\s+(?P<true>[^,;.]+)"
-    r"|\bfalse\s*(?:to|if|when|=|:|means)\s+(?P<false>[^,;.]+)",
+    r"\btrue\s*(?:to|if|when|=|:|means)\s+(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
+    r"|\bfalse\s*(?:to|if|when|=|:|means)\s+(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
     re.IGNORECASE,
 )
 #: A clause a line denies: "won't be returning", "never opens", "don't light it".
@@ -180,6 +185,8 @@ async def fill_arguments(
     words = [w.lower() for n in names for w in WORD.findall(spelled(n))]
     avoid = frozenset(form for w in words for form in (w, w + "s", w.removesuffix("s")))
     counted = [p for p in tool.parameters if p.type in ("integer", "number")]
+    units = frozenset(singular(w.lower()) for p in counted for w in WORD.findall(p.description))
+    units -= FILLER | {"how"}
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
         others = [p for p in tool.parameters if p is not param and p.type == "string"]
@@ -187,7 +194,8 @@ async def fill_arguments(
             header, call_text, end, line, avoid, numeric,
             tuple(earlier.get(param.name, ())), frozenset(taken), tool.description,
             later_count=param in counted[1:],
-            days_elsewhere=any(counts_days(p) for p in counted if p is not param),
+            time_elsewhere=any(counts_time(p) for p in counted if p is not param),
+            units=units,
             place_elsewhere=any(is_place(p) for p in others),
             whom_elsewhere=any(is_name(p) or takes_person(p) for p in others),
         )  # fmt: skip
@@ -258,6 +266,13 @@ async def _fill(
         said = [w.lower() for w in WORD.findall(corrected.group(1))] if corrected else []
         if spelled(param.name).lower() in said:
             return "not" not in said, math.nan
+        # So does one that says a side of it: "Actually, make it properly hot." against "true
+        # means heat it as hot as the boilers allow".
+        if corrected:
+            phrases = _phrases(param.description, fill.tool_description)
+            sides = [polar_words(p, corrected.group(1)) for p in phrases]
+            if sides[0] != sides[1]:
+                return sides[0] > sides[1], math.nan
     if param.type == "boolean" or enum:
         choices = [f"{json.dumps(v)}{end}" for v in values]
         # Calibrated on the examples alone: the value an earlier call gave stays likelier
@@ -308,9 +323,9 @@ async def _fill(
         correcting = fill.later_count and counts and CORRECTION.search(line)
         if correcting and not _counts_own(line, param):
             return counts[-1], math.nan
-        days = fill.days_elsewhere
-        values = numbers(unnegated(line), param, days_elsewhere=days) or numbers(
-            line, param, days_elsewhere=days
+        timed = fill.time_elsewhere
+        values = numbers(unnegated(line), param, time_elsewhere=timed) or numbers(
+            line, param, time_elsewhere=timed
         )  # "four, not five"
         if not values:  # no number: one if it says "a" or "another" ("And a sleeping draught."),
             # else an earlier call's ("And pay Sal the same."), else one, unread
@@ -328,9 +343,9 @@ async def _fill(
 
 
 def _counts_own(line: str, param: ToolParamDefinition) -> bool:
-    """Whether `line` counts in `param`'s own unit: a span of time for a count of days, else a
-    number right before the argument's name ("three crates" for "crates")."""
-    units = set(DAY_SPANS) if counts_days(param) else set()
+    """Whether `line` counts in `param`'s own unit: a span of time for a count of time, else
+    the argument's name ("three crates" for "crates")."""
+    units = set(TIME_UNITS) if counts_time(param) else set()
     units.add(singular(" ".join(WORD.findall(spelled(param.name))).lower()))
     said = {singular(w.lower()) for w in WORD.findall(line)}
     return bool(said & units)

@@ -10,7 +10,16 @@ import re
 
 from ....graph.params import ToolParamDefinition
 
-__all__ = ["COUNTS", "counts_days", "is_count", "is_number", "numbers", "says_one", "singular"]
+__all__ = [
+    "COUNTS",
+    "TIME_UNITS",
+    "counts_time",
+    "is_count",
+    "is_number",
+    "numbers",
+    "says_one",
+    "singular",
+]
 
 
 def _words(text: str) -> list[str]:
@@ -50,6 +59,8 @@ _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
 DAY_SPANS = frozenset(_DAYS)
 #: Spans of time in minutes: "a quarter of an hour" is 15 of an argument counted in minutes.
 _MINUTES: dict[str, float] = {"minute": 1, "hour": 60}
+#: The units of time a count may be in: a number before one counts time, not things.
+TIME_UNITS = frozenset(_DAYS) | frozenset(_MINUTES)
 #: A number a span of time is counted in: digits, "a", "an" or a number word.
 _SPAN_NUMBER = r"(?P<count>\d+(?:\.\d+)?|an?|[a-z]+-[a-z]+|" + "|".join(_NUMBER_WORDS) + ")"
 #: "a quarter of an hour", "three quarters of an hour", "half an hour", "half a minute".
@@ -97,9 +108,15 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
     return None
 
 
-def counts_days(param: ToolParamDefinition) -> bool:
+def _counts_days(param: ToolParamDefinition) -> bool:
     """Whether a numeric argument is counted in days or nights ("For how many days...")."""
     return any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
+
+
+def counts_time(param: ToolParamDefinition) -> bool:
+    """Whether a numeric argument is counted in a unit of time (days, nights, hours, minutes)."""
+    said = f"{param.name} {param.description}".lower()
+    return any(w in said for w in ("day", "night", "hour", "minute"))
 
 
 def says_one(line: str) -> bool:
@@ -110,20 +127,20 @@ def says_one(line: str) -> bool:
     return any(singular(said[i + 1]) not in _DAYS for i in ones)
 
 
-def numbers(line: str, param: ToolParamDefinition, *, days_elsewhere: bool = False) -> list[object]:
+def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = False) -> list[object]:
     """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
     "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
     nights, spans of time: "a week" is 7, "two weeks" 14, "for the day" 1; for one of minutes,
     "a quarter of an hour" is 15, "an hour and a half" 90) without repeats. None: see `_fill`
     (a count the player does not say is one, "a dagger"; one the player says is no other).
-    `days_elsewhere`: another argument of the tool counts days, so a span of time ("for two
-    days") is none of this one's numbers."""
+    `time_elsewhere`: another argument of the tool counts time, so a span of time ("for two
+    days", "three hours") is none of this one's numbers."""
     integer = param.type == "integer"
     if "minute" in f"{param.name} {param.description}".lower():
         spans = _spans_of_time(line, _MINUTES)
         if spans:  # how long, as for days below
             return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
-    in_days = counts_days(param)
+    in_days = _counts_days(param)
     words: list[str] = []
     scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
     for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
@@ -166,7 +183,7 @@ def numbers(line: str, param: ToolParamDefinition, *, days_elsewhere: bool = Fal
             value *= _DAYS[unit]
             timed.append(int(value) if integer or float(value).is_integer() else value)
             continue
-        elif low in ("a", "an", "the") or (days_elsewhere and unit in _DAYS):
+        elif low in ("a", "an", "the") or (time_elsewhere and unit in TIME_UNITS):
             continue
         number = int(value) if integer or float(value).is_integer() else value
         found.append((0 if _NUMBER.fullmatch(word) else 1, number))

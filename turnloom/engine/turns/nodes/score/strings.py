@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ....graph.params import ToolParamDefinition
-from .numbers import is_number
+from .numbers import is_number, singular
 from .values import (
     FILLER,
     MORE,
@@ -87,8 +87,11 @@ class Fill:
     #: Whether a count argument comes after the tool's first one (a correction's number is
     #: the first's).
     later_count: bool = False
-    #: Whether another argument of the tool counts days (a span of time is its number).
-    days_elsewhere: bool = False
+    #: Whether another argument of the tool counts time (a span of time is its number).
+    time_elsewhere: bool = False
+    #: The words the tool's counts say they are counted in ("How many bars, bottles, jars or
+    #: flasks."), singular: what a number counts there is no object.
+    units: frozenset[str] = frozenset()
     #: Whether another argument of the tool is a place ("to" then says whom).
     place_elsewhere: bool = False
     #: Whether another argument of the tool is whom something is for ("in" then says where).
@@ -156,6 +159,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # name or a person: a number counts things, not whom they are for ("Give Sorrel 3 scoops
     # of oats" feeds Sorrel).
     if fill.numeric and not message and not (whom or a_place):
+        # Not what the count is counted in ("One bottle.", "5 flasks" for a count of "bars,
+        # bottles, jars or flasks"): the thing is the oil.
+        found = [v for v in found if not _singular_words(v) <= fill.units] or found
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
         found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
     # A place is where the line sends something ("to the Isle of Kerrow", "bound for Port
@@ -366,6 +372,11 @@ def _inside(words: str, text: str) -> bool:
     """Whether `words` are some of the whole words of the longer `text`."""
     found = re.search(rf"(?<![\w'-]){re.escape(words)}(?![\w'-])", text)
     return len(text) > len(words) and found is not None
+
+
+def _singular_words(text: str) -> set[str]:
+    """The words of `text`, lowercase and singular."""
+    return {singular(w) for w in _words(text)}
 
 
 def _words(text: str) -> set[str]:

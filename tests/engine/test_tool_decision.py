@@ -1456,17 +1456,27 @@ def test_a_span_of_time_is_the_days_count_and_no_other() -> None:
     assert sn.says_one("And a lantern.") and sn.says_one("give another")
 
 
-def test_a_correction_changes_the_count_it_names_and_keeps_the_others() -> None:
+def _calls_after(
+    tools: list[tl.ToolDefinition], said: Sequence[tuple[str, Any]]
+) -> list[tl.ToolCallEvent]:
+    """The calls the scripted scorer's decision makes for each line, each in a fresh agent
+    whose dialog is the one given with it (None: none)."""
     scorer = ScoringMock("mock", script=["unused"])
     graph = graph_of(
-        ("detect", node(tools=[HIRE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
+        ("detect", node(tools=tools)), ("answer", tl.CannedResponseParams(lines=["done"]))
     )
     calls: list[tl.ToolCallEvent] = []
     with tl.Engine(scorer) as engine:
-        for line in ("Make that six.", "Make it a week instead.", "Make it three days."):
-            agent = engine.create_agent(graph, dialog=FOUR_HIRED)
+        for line, dialog in said:
+            agent = engine.create_agent(graph, dialog=dialog)
             agent.set_on_tool_call_event(calls.append)
             agent.send_message(line)
+    return calls
+
+
+def test_a_correction_changes_the_count_it_names_and_keeps_the_others() -> None:
+    lines = ("Make that six.", "Make it a week instead.", "Make it three days.")
+    calls = _calls_after([HIRE, GIVE], [(line, FOUR_HIRED) for line in lines])
     # A bare number is the first count's; a span of time the days'; the rest as it was.
     assert [(c.tool_name, c.arguments) for c in calls] == [
         ("hire_hands", {"workers": 6, "days": 2}),
@@ -1477,15 +1487,7 @@ def test_a_correction_changes_the_count_it_names_and_keeps_the_others() -> None:
 
 def test_a_correction_right_after_a_call_repeats_that_call() -> None:
     # "Give" is a word of the other tool: a correction still corrects the last call.
-    scorer = ScoringMock("mock", script=["unused"])
-    graph = graph_of(
-        ("detect", node(tools=[HIRE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
-    )
-    calls: list[tl.ToolCallEvent] = []
-    with tl.Engine(scorer) as engine:
-        agent = engine.create_agent(graph, dialog=FOUR_HIRED)
-        agent.set_on_tool_call_event(calls.append)
-        agent.send_message("Actually, make it five, give them a hand.")
+    calls = _calls_after([HIRE, GIVE], [("Actually, make it five, give them a hand.", FOUR_HIRED)])
     assert [(c.tool_name, c.arguments["workers"]) for c in calls] == [("hire_hands", 5)]
 
 
@@ -1613,22 +1615,16 @@ def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() ->
     assert sa._phrases(mend) == ("also stitch tears, patch holes and replace lost buttons", "wash")
     # Through the decision: the explanation chooses the route, and a denied side counts for
     # the other.
-    scorer = ScoringMock("mock", script=["unused"])
-    graph = graph_of(
-        ("detect", node(tools=[GUIDE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
-    )
-    calls: list[tl.ToolCallEvent] = []
-    with tl.Engine(scorer) as engine:
-        for line, dialog in (
+    calls = _calls_after(
+        [GUIDE, GIVE],
+        [
             ("Hire a guide to Tal Harir, returning with me.", None),
             ("Hire a guide to the sea, I won't be returning.", None),
             # After a call: a correction naming no route keeps it, and says a side.
             ("Actually, one way only.", GUIDE_HIRED),
             ("Actually, make it returning with me.", GUIDE_HIRED),
-        ):
-            agent = engine.create_agent(graph, dialog=dialog)
-            agent.set_on_tool_call_event(calls.append)
-            agent.send_message(line)
+        ],
+    )
     assert [c.arguments["route"] for c in calls] == ["dunes", "coast", "wadi", "wadi"]
     assert [c.arguments["round_trip"] for c in calls] == [True, False, False, True]
 

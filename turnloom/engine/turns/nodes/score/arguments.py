@@ -260,6 +260,8 @@ async def _fill(
             return values[0], math.nan
     elif param.type == "boolean":
         values = (True, False)
+        # What its description says each value means ("true to light it, false to put it out").
+        phrases = _phrases(param.description, fill.tool_description)
         # A correction that names the flag says it: "Actually, make it urgent" is urgent,
         # "make it not urgent" is not, whatever the earlier call said.
         corrected = CORRECTION.search(line)
@@ -269,7 +271,6 @@ async def _fill(
         # So does one that says a side of it: "Actually, make it properly hot." against "true
         # means heat it as hot as the boilers allow".
         if corrected:
-            phrases = _phrases(param.description, fill.tool_description)
             sides = [polar_words(p, corrected.group(1)) for p in phrases]
             if sides[0] != sides[1]:
                 return sides[0] > sides[1], math.nan
@@ -281,7 +282,6 @@ async def _fill(
             backend, header, opened, choices, line, agent_id, calibrate_on=EXAMPLES
         )
         if param.type == "boolean":  # the words of its description's phrase for each value
-            phrases = _phrases(param.description, fill.tool_description)
             opposed = opposed_sides(phrases, line)
             # The tool's own words are said whichever value is meant ("Hire a guide"): a
             # side is told by the rest of its phrase.

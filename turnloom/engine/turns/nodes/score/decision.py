@@ -115,7 +115,7 @@ _FOR = re.compile(r"\bfor\b[^,.;:!?]*", re.IGNORECASE)
 #: A line that opens by taking leave, with thanks or a greeting: what follows is a wish or a
 #: remark ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.",
 #: "Peace be upon you, caravan master!"), not an errand, unless the request is sure.
-_LEAVES = re.compile(
+_OPENS_AS_TALK = re.compile(
     r"\W*(?:good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe "
     r"travels|godspeed|thanks|thank you|many thanks|much obliged|cheers|hello|hi|hey|greetings|"
     r"good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
@@ -210,7 +210,7 @@ async def decide_by_score(
     same = last_call is not None and _SAME.match(line) is not None
     corrects = last_call is not None and _CORRECTS.match(line) is not None
     requested = requested or same
-    if _LEAVES.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
+    if _OPENS_AS_TALK.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
         requested = False
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.

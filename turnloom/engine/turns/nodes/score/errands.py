@@ -6,19 +6,19 @@ sold." names no word of a tool that "Sends a message by signal flags", and "Get 
 men across to Highcliff Harbour" none of one that "Books places for travellers". What they
 ask is still plain: words passed on are a message, so the tools that take one
 (`telling_words`); someone or something sent to a named place goes there, so the tools that
-take a place (`place_words`). Each weighs as a word that only those tools have:
-log((tools + 1) / tools that take one).
+take a place (`place_words`). Each weighs as a word that only those tools have
+(`words.takers_evidence`, as the people a line names do).
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from ....graph.params import ToolDefinition, ToolParamDefinition
+from ....graph.params import ToolDefinition
 from .strings import MESSAGE
 from .values import is_place, is_sentence
+from .words import takers_evidence
 
 __all__ = ["place_words", "telling_words"]
 
@@ -37,21 +37,12 @@ _SENDS_TO = re.compile(r"\b(?:to|towards?|bound\s+for)\s+(?:the\s+)?[A-Z]")
 def telling_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of a line asking to pass words on (module docstring) for the
     tools that take a message."""
-    return _evidence(tools, _TELLS.search(line) is not None, lambda p: is_sentence(p, MESSAGE))
+    return takers_evidence(
+        tools, _TELLS.search(line) is not None, lambda p: is_sentence(p, MESSAGE)
+    )
 
 
 def place_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of a line sending something to a named place (module docstring)
     for the tools that take a place."""
-    return _evidence(tools, _SENDS_TO.search(line) is not None, is_place)
-
-
-def _evidence(
-    tools: Sequence[ToolDefinition], said: bool, takes: Callable[[ToolParamDefinition], bool]
-) -> list[float]:
-    takers = [i for i, tool in enumerate(tools) if any(takes(p) for p in tool.parameters)]
-    weights = [0.0] * len(tools)
-    if said and takers:
-        for i in takers:
-            weights[i] = math.log((len(tools) + 1) / len(takers))
-    return weights
+    return takers_evidence(tools, _SENDS_TO.search(line) is not None, is_place)

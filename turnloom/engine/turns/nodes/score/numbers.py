@@ -13,6 +13,7 @@ from ....graph.params import ToolParamDefinition
 __all__ = [
     "COUNTS",
     "TIME_UNITS",
+    "counts_days",
     "counts_time",
     "is_count",
     "is_number",
@@ -108,7 +109,7 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
     return None
 
 
-def _counts_days(param: ToolParamDefinition) -> bool:
+def counts_days(param: ToolParamDefinition) -> bool:
     """Whether a numeric argument is counted in days or nights ("For how many days...")."""
     return any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
 
@@ -140,7 +141,7 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
         spans = _spans_of_time(line, _MINUTES)
         if spans:  # how long, as for days below
             return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
-    in_days = _counts_days(param)
+    in_days = counts_days(param)
     words: list[str] = []
     scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
     for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"

@@ -43,13 +43,13 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import snowballstemmer
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
-from .numbers import DAY_SPANS
+from .numbers import DAY_SPANS, counts_days
 from .values import (
     DETERMINERS,
     FILLER,
@@ -75,6 +75,7 @@ __all__ = [
     "polar_words",
     "refuses",
     "shared_words",
+    "takers_evidence",
 ]
 
 #: Nats a choice gains per unit of the words the line shares with it: one word that only one
@@ -168,9 +169,18 @@ def people_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of the people `line` names (module docstring): if it names
     someone, log((tools + 1) / tools that take a person) to each tool that takes one."""
     known = set().union(*(_vocabulary(tool) for tool in tools))
-    takers = [i for i, tool in enumerate(tools) if any(takes_person(p) for p in tool.parameters)]
+    said = any(not _stems(name) & known for name in _names(line))
+    return takers_evidence(tools, said, takes_person)
+
+
+def takers_evidence(
+    tools: Sequence[ToolDefinition], said: bool, takes: Callable[[ToolParamDefinition], bool]
+) -> list[float]:
+    """Per tool, if the line `said` what an argument that `takes` is for: log((tools + 1) /
+    tools with such an argument) to each of those tools, as a word only they have weighs."""
+    takers = [i for i, tool in enumerate(tools) if any(takes(p) for p in tool.parameters)]
     weights = [0.0] * len(tools)
-    if takers and any(not _stems(name) & known for name in _names(line)):
+    if said and takers:
         for i in takers:
             weights[i] = math.log((len(tools) + 1) / len(takers))
     return weights
@@ -266,11 +276,9 @@ def _counts_in(tool: ToolDefinition, noun: tuple[str, ...], stems: frozenset[str
     """Whether a numeric argument of `tool` counts in `noun` ("nights": "How many nights"; a
     week or a day: an argument in days or nights)."""
     for param in _numeric(tool):
-        said = f"{param.name} {param.description}"
-        if stems & _stems(said):
+        if stems & _stems(f"{param.name} {param.description}"):
             return True
-        in_days = any(w in said.lower() for w in ("day", "night"))
-        if in_days and any(w.removesuffix("s") in DAY_SPANS for w in noun):
+        if counts_days(param) and any(w.removesuffix("s") in DAY_SPANS for w in noun):
             return True
     return False
 

@@ -351,6 +351,7 @@ STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
 CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
 BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
+GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json")
 
 SETS = {
     s.name: s
@@ -372,5 +373,6 @@ SETS = {
         HARBOUR,
         CARAVAN,
         BATHHOUSE,
+        GUARDHOUSE,
     )
 }

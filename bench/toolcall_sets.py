@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Seventeen sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Eighteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -55,6 +55,11 @@ the tools' words ("the north door looks old") to catch a model that matches word
   written sealed the same way, kept out of every run until it judged the work that followed
   caravan's judgement (explained values, greetings, what a player wants), a development set
   since.
+- **guardhouse** (`data/guardhouse_sealed.json`, 62 lines, 6 tools, the captain of the guard at
+  a walled city's gate; sha256 6daac5a1bc37b7756f8fff682bfb0642703a67a96612f4b06b280ff1a697e63b):
+  written sealed the same way, kept out of every run until it judged the work that followed
+  bathhouse's judgement (explanations written with "is", booleans said across commas, units of
+  a count), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -351,7 +356,7 @@ STABLES = load_set(_DATA / "stables_sealed.json", _JUDGED)
 HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
 CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
 BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
-GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json")
+GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -298,10 +298,13 @@ _DATA = Path(__file__).resolve().parent / "data"
 
 
 def _seeded(before: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    """The chat messages of earlier turns: each line, then the call it made and its result."""
+    """The chat messages of earlier turns: each line, then the NPC's reply or the call it
+    made and its result."""
     messages: list[dict[str, Any]] = []
     for index, turn in enumerate(before):
         messages.append({"role": "user", "content": turn["line"]})
+        if "reply" in turn:
+            messages.append({"role": "assistant", "content": turn["reply"]})
         for name, arguments in turn.get("call", {}).items():
             call_id = f"seed{index}"
             function = {"name": name, "arguments": arguments}

@@ -19,6 +19,7 @@ from turnloom.engine.turns.nodes.score import arguments as sa
 from turnloom.engine.turns.nodes.score import calibration as sc
 from turnloom.engine.turns.nodes.score import decision as td
 from turnloom.engine.turns.nodes.score import errands as se
+from turnloom.engine.turns.nodes.score import names as sn_names
 from turnloom.engine.turns.nodes.score import numbers as sn
 from turnloom.engine.turns.nodes.score import request as sr
 from turnloom.engine.turns.nodes.score import sentences as sse
@@ -882,12 +883,15 @@ def test_an_order_after_a_sentence_of_news_is_a_request() -> None:
     # Talk stays talk sentence by sentence.
     for line in ("What a lovely morning. Goodbye!", "Hello there. Nice weather."):
         assert run(scorer, node(), line)["calls"] == [], line
-    # The first sentence is not asked alone: an order then its reason reads as an order whole
-    # on the model (here the scripted scorer hears talk in the whole line, so it stays talk).
+    # The first sentence is asked alone only where it opens with a tool's verb: an order then
+    # its reason mostly reads as an order whole on the model (here the scripted scorer hears
+    # talk in the whole line).
     scorer.scored.clear()
-    assert run(scorer, node(), "Give me 2 apples. What a lovely morning.")["calls"] == []
+    assert run(scorer, node(), "Apples for me. What a lovely morning.")["calls"] == []
     asked = [p.rsplit("Player: ", 1)[1].split("\n")[0] for p, c, _ in scorer.scored]
-    assert "Give me 2 apples." not in asked and "What a lovely morning." in asked
+    assert "Apples for me." not in asked and "What a lovely morning." in asked
+    (call,) = run(scorer, node(), "Give me 2 apples. What a lovely morning.")["calls"]
+    assert call.tool_name == "give_item"
 
 
 def test_a_boolean_reads_which_side_a_line_says_in_any_words() -> None:
@@ -1090,7 +1094,7 @@ def test_a_things_name_is_a_capitalised_span() -> None:
     fill = ss.Fill("", "", ")", line, frozenset({"log", "ship", "ships"}), False)
     # Not "sister", though it comes right before the argument's own name, nor a word of it.
     assert ss.string_values(fill, ship) == ["Sea Swallow"]
-    assert not ss._capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
+    assert not sn_names.capitalised("It went by at noon. Note her.", "Note")  # opens a sentence
     # A person is no thing's name: a player may call her "the doctor".
     who = tl.ToolParamDefinition("recipient", "string", "Who it is for, by name.")
     assert sv.is_name(ship) and not sv.is_name(who)
@@ -1499,8 +1503,8 @@ def test_a_name_of_several_words_joined_by_of_is_taken_whole() -> None:
     line = "Flag the Lady of Westmere and tell her captain that his brother is waiting."
     assert _read(ship, line, avoid, numeric=False) == ["Lady of Westmere"]
     # Two names stay two; "of" between lowercase words joins nothing.
-    assert ss._capitalised("the Guild of the Lanternwrights", "Guild of the Lanternwrights")
-    assert not ss._capitalised("a cup of tea", "cup of tea")
+    assert sn_names.capitalised("the Guild of the Lanternwrights", "Guild of the Lanternwrights")
+    assert not sn_names.capitalised("a cup of tea", "cup of tea")
 
 
 def test_a_line_asking_to_pass_words_on_is_evidence_for_the_tools_that_take_a_message() -> None:
@@ -1675,3 +1679,138 @@ def test_what_a_count_is_counted_in_is_not_the_thing_and_quoted_values_are_expla
     enum = ["copper", "cedar", "brine"]
     assert sv.explained(pools, enum, "A soak in the sea-water pool, please.") == ["brine"]
     assert sv.explained(pools, enum, "Is the little wooden tub upstairs free?") == ["cedar"]
+
+
+GATE = tl.ToolDefinition(
+    "set_gate",
+    "Open or close one of the city's gates.",
+    [
+        tl.ToolParamDefinition("gate", "string", "Which gate.", enum=["north", "east"]),
+        tl.ToolParamDefinition("open", "boolean", "true to open the gate, false to close it."),
+        tl.ToolParamDefinition(
+            "bar",
+            "boolean",
+            "true to drop the crossbar so the gate stays shut all night; false to leave it "
+            "unbarred.",
+        ),
+    ],
+)
+PATROL = tl.ToolDefinition(
+    "send_patrol",
+    "Send a patrol of guards to walk the city.",
+    [
+        tl.ToolParamDefinition("guards", "integer", "How many guards to send."),
+        tl.ToolParamDefinition("hours", "integer", "How many hours the patrol stays out."),
+    ],
+)
+BOUNTY = tl.ToolDefinition(
+    "post_bounty",
+    "Post a bounty on a wanted person.",
+    [
+        tl.ToolParamDefinition("wanted", "string", "Name or description of the wanted person."),
+        tl.ToolParamDefinition(
+            "alive_only",
+            "boolean",
+            "true if the person must be brought in alive; false if dead or alive will do.",
+        ),
+    ],
+)
+
+
+def test_spans_of_hours_are_the_hours_count_and_no_other() -> None:
+    guards, hours = PATROL.parameters
+    line = "Send four men down to the docks for a couple of hours."
+    assert sn.numbers(line, hours) == [2]
+    assert sn.numbers(line, guards, time_elsewhere=True) == [4]
+    assert sn.numbers("a couple of guards for an hour", hours) == [1]
+    assert sn.numbers("a couple of guards for an hour", guards, time_elsewhere=True) == [2]
+    assert sn.numbers("Six guards, say eight hours.", hours) == [8]
+    assert sn.numbers("Keep them out a day.", hours) == [24]
+    # Without a unit of time after it, a number is no span of hours.
+    assert sn.numbers("a dozen guards", hours) == [12]
+
+
+def test_more_of_a_call_changes_its_first_count_and_keeps_the_others() -> None:
+    patrolled = [
+        {"role": "user", "content": "Six guards to the temple for eight hours."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+         "function": {"name": "send_patrol", "arguments": {"guards": 6, "hours": 8}}}]},
+        {"role": "tool", "tool_call_id": "c0", "name": "send_patrol", "content": "ok"},
+    ]  # fmt: skip
+    lines = ("Actually, add two more guards to that.", "Two more guards for three hours.")
+    calls = _calls_after([PATROL, GIVE], [(line, patrolled) for line in lines])
+    assert [c.arguments for c in calls] == [{"guards": 2, "hours": 8}, {"guards": 2, "hours": 3}]
+
+
+def test_a_flag_denied_by_name_is_false_and_refuses_no_tool() -> None:
+    # "don't bar it" says how the gate is closed, not that it is not: no refusal.
+    assert not sw.refuses(GATE, "Shut the east gate, but don't bar it tonight.")
+    assert sw.refuses(GATE, "Don't open the east gate.")
+    assert sw.refuses(PATROL, "No need to send anyone to the docks.")
+    scorer = ScoringMock("mock", script=["unused"])
+    for line, bar in (("Close the east gate, but don't bar it.", False),
+                      ("Close the east gate and bar it.", True)):  # fmt: skip
+        (call,) = run(scorer, node(tools=[GATE]), line)["calls"]
+        assert call.arguments["bar"] is bar, line
+
+
+def test_words_offered_as_either_are_said_only_together() -> None:
+    either = "dead or alive will do"
+    assert sw.polar_words(either, "she is to be taken alive") == 0
+    assert sw.polar_words(either, "Dead or alive, I don't care.") == 2
+    assert sw.polar_words("the person must be brought in alive", "taken alive") == 1
+    scorer = ScoringMock("mock", script=["unused"])
+    for line, alive in (("Post a bounty on Sela Marr, she's to be taken alive.", True),
+                        ("Post a bounty on Sela Marr, dead or alive.", False)):  # fmt: skip
+        (call,) = run(scorer, node(tools=[BOUNTY]), line)["calls"]
+        assert call.arguments["alive_only"] is alive, line
+
+
+def test_a_person_is_named_not_placed_described_or_pointed_to() -> None:
+    wanted, _ = BOUNTY.parameters
+    avoid = frozenset({"post", "bounty", "wanted", "alive", "only"})
+    line = "That rat Black Jory robbed my uncle on the King's Road, post a bounty on him."
+    assert ss.string_values(ss.Fill("", "", ", ", line, avoid, False), wanted)[0] == "Black Jory"
+    line = "Post a bounty for whoever's been stealing horses from the north stables."
+    values = ss.string_values(ss.Fill("", "", ", ", line, avoid, False), wanted)
+    assert values == ["whoever's been stealing horses from the north stables"]
+    # "him" is whom the last exchange named, where the line names no one.
+    recipient = PASS_MESSAGE.parameters[0]
+    spoken = "Who guards the river gate? Sergeant Bram and his lads. Good men."
+    line = "Then pass a message to him: keep the dice out of sight."
+    fill = ss.Fill("", "", ", ", line, frozenset({"pass", "message"}), False, spoken=spoken)
+    assert ss.string_values(fill, recipient) == ["Sergeant Bram"]
+    assert sv.clauses("Tell him to keep the dice out of sight.") == ["keep the dice out of sight"]
+
+
+def test_a_question_first_and_no_order_after_it_is_a_question() -> None:
+    sure = FixedRequest(0.3)  # a request, as the model may say of a question
+    for line in ("What's the pay like for a gate guard? Asking for my cousin.",
+                 "Can I ask who I should talk to about joining the guard?"):  # fmt: skip
+        assert run(sure, node(tools=[PATROL]), line)["calls"] == [], line
+    # An order after the question, or a question asking for something, still calls.
+    for line in ("Are you free? Send two guards to the docks.",
+                 "Could you send two guards to the docks? There's trouble."):  # fmt: skip
+        (call,) = run(sure, node(tools=[PATROL]), line)["calls"]
+        assert call.tool_name == "send_patrol", line
+
+
+class FirstSentenceAsks(FixedRequest):
+    """A scorer whose request step hears talk in any line with news of a fair in it."""
+
+    async def score_choices(
+        self, prompt: str, choices: Sequence[str], *, greedy: bool = False, agent_id: int = 0
+    ) -> list[float]:
+        if list(choices) == [" request\n", " talk\n"]:
+            line = prompt.rsplit("Player: ", 1)[1].split("\n", 1)[0]
+            return [-1.0 if "fair" in line else 1.0, 0.0]
+        return await super().score_choices(prompt, choices, greedy=greedy, agent_id=agent_id)
+
+
+def test_an_order_whose_reason_is_news_is_asked_alone() -> None:
+    scorer = FirstSentenceAsks(0.0)
+    line = "Send a dozen guards for three hours. The harvest fair is starting."
+    (call,) = run(scorer, node(tools=[PATROL]), line)["calls"]
+    assert call.arguments == {"guards": 12, "hours": 3}
+    # News first: no order opens the line, so nothing is asked again.
+    assert run(scorer, node(tools=[PATROL]), "The fair is on. I love a fair.")["calls"] == []

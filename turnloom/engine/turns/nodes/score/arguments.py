@@ -13,7 +13,8 @@ choice's prompt) are not needed here.
   ("true to light it, false to put it out", "true = ...; false = ...", a phrase running to
   the other value's; the tool's own words aside, and those of a clause the line denies
   counting for the other value: "I won't be returning"; a correction saying a side is that
-  side: "Actually, make it properly hot."), any word that lights, opens or starts
+  side: "Actually, make it properly hot."; a line denying it by name: "don't bar it" is false),
+  any word that lights, opens or starts
   something matching another such word, and any that puts out, closes or stops something
   another ("Douse the lamp" says "put it out": `words.polar_words`), as any word
   that raises matches another, and any that lowers ("Bring the curtain down"), a side whose
@@ -67,7 +68,8 @@ choice's prompt) are not needed here.
   an hour", "an hour and a half"), not those it turns down ("four, not five"); else 1 if it
   says "a" or "another" (not "a week"), else the value an earlier call gave, else 1. A
   correction's bare number is the call's first count ("Make that six." after four
-  dockhands for two days), the others keeping theirs unless it says their unit. A count the
+  dockhands for two days), as is the number of one asking for more ("Add two more men to
+  that."), the others keeping theirs unless it says their unit. A count the
   line does not say at all (no number, no "a", no earlier call) is listed as unread.
 """
 
@@ -97,6 +99,7 @@ from .numbers import TIME_UNITS, counts_time, is_count, numbers, says_one, singu
 from .strings import CORRECTION, MESSAGE, Fill, is_message, string_values
 from .values import (
     FILLER,
+    MORE,
     WORD,
     earlier_values,
     enum_values,
@@ -198,10 +201,11 @@ async def fill_arguments(
             units=units,
             place_elsewhere=any(is_place(p) for p in others),
             whom_elsewhere=any(is_name(p) or takes_person(p) for p in others),
+            spoken=_last_exchange(dialog),
         )  # fmt: skip
         value, read = await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
-            taken |= {w.lower() for w in WORD.findall(value)}
+            taken |= {w.lower() for w in WORD.findall(value)} - FILLER
         values[param.name] = value
         if read is None:
             unread.append(param.name)
@@ -209,6 +213,15 @@ async def fill_arguments(
             margins[param.name] = round(read, 3)
         call_text += f"{param.name}={json.dumps(value)}{end}"
     return Arguments(values, margins, tuple(unread))
+
+
+def _last_exchange(dialog: Sequence[Interaction]) -> str:
+    """The words of the dialog's last exchange: the player's line, then the replies."""
+    if not dialog:
+        return ""
+    last = dialog[-1]
+    replies = [m.get("content") for m in last.messages if m.get("role") == "assistant"]
+    return " ".join([last.user_message, *(r for r in replies if isinstance(r, str) and r)])
 
 
 def recent_calls(dialog: Sequence[Interaction], tool: ToolDefinition) -> str:
@@ -268,6 +281,10 @@ async def _fill(
         said = [w.lower() for w in WORD.findall(corrected.group(1))] if corrected else []
         if spelled(param.name).lower() in said:
             return "not" not in said, math.nan
+        # So does a line that denies it by name: "Shut the east gate, but don't bar it."
+        flag = {w.lower() for w in WORD.findall(spelled(param.name))}
+        if flag <= {w.lower() for m in _DENIED.finditer(line) for w in WORD.findall(m.group(0))}:
+            return False, math.nan
         # So does one that says a side of it: "Actually, make it properly hot." against "true
         # means heat it as hot as the boilers allow".
         if corrected:
@@ -284,10 +301,10 @@ async def _fill(
         if param.type == "boolean":  # the words of its description's phrase for each value
             opposed = opposed_sides(phrases, line)
             # The tool's own words are said whichever value is meant ("Hire a guide"): a
-            # side is told by the rest of its phrase.
-            told = [
-                " ".join(w for w in WORD.findall(p) if w.lower() not in fill.avoid) for p in phrases
-            ]
+            # side is told by the rest of its phrase, this argument's own name with it ("the
+            # person must be brought in alive" for `alive_only`: "taken alive").
+            avoid = fill.avoid - {w.lower() for w in WORD.findall(spelled(param.name))}
+            told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
             # What the line says of one side only to deny it counts for the other ("I won't
             # be returning" against "true = the guide returns with them").
             denied = " ".join(m.group(0) for m in _DENIED.finditer(line))
@@ -318,9 +335,10 @@ async def _fill(
     else:
         counts = [v for v in fill.earlier if is_count(v)]
         # A correction's number is the call's first count ("Make that six." after four
-        # dockhands for two days: six dockhands); a later count stays unless it says its own
-        # unit ("Make it three days.").
-        correcting = fill.later_count and counts and CORRECTION.search(line)
+        # dockhands for two days: six dockhands), as is one asking for more ("Add two more
+        # men to that."); a later count stays unless it says its own unit ("Make it three
+        # days.").
+        correcting = fill.later_count and counts and (CORRECTION.search(line) or MORE.search(line))
         if correcting and not _counts_own(line, param):
             return counts[-1], math.nan
         timed = fill.time_elsewhere

@@ -11,11 +11,16 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    description starts "Look up", "Check", "Find"...: "Any rope in stock?"). A question that
    asks to be told something rather than for something (no "could", "can", "would"...: "How
    many berths are there below deck?", or one without its mark: "what do all those flags
-   mean") may call only such a tool too. A line the step is unsure of with a sentence that
+   mean"), or one that opens with a question no order follows ("What's the pay like for a
+   gate guard? Asking for my cousin."), or one asking leave to ask ("Can I ask who...?"), may
+   call only such a tool too. A line the step is unsure of with a sentence that
    opens with a tool's own verb ("Walk north.", "Not the grey camel. Stable the white one.")
    or with what the speaker wants ("I'll buy a sack of dates."), or that counts what a tool
    counts in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after
-   a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). An order with
+   a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). A line that
+   opens with a tool's verb and reads as talk has its first sentence asked alone: an order
+   followed by news ("Send a dozen guards to the market. The harvest fair is starting.")
+   reads as news whole. An order with
    a question tagged on ("Assay this lump, would you?") is no question; a line that opens by
    taking leave, with thanks or a greeting ("Goodbye, and mind the shaft.", "Thank you
    kindly. You've a gift with horses.", "Peace be upon you!") is talk unless the step is
@@ -126,11 +131,18 @@ _OPENS_AS_TALK = re.compile(
 _WANTS = re.compile(
     r"\W*(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take|have)\b", re.I
 )
+#: What the speaker wants, said anywhere in a sentence ("My back aches and I'd like an hour").
+_WANTED = re.compile(
+    r"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take)\b", re.I
+)
 #: A question written without its question mark ("what do all those flags mean").
 _ASKED = re.compile(
-    r"\W*(?:what|how|why|where|when|who|which)\s+(?:do|does|did|is|are|was|were|has|have)\b",
+    r"\W*(?:what|how|why|where|when|who|which)"
+    r"(?:\s+(?:do|does|did|is|are|was|were|has|have)\b|'s\b|'re\b)",
     re.IGNORECASE,
 )
+#: A question asking leave to ask ("Can I ask who I should talk to?"): it asks to be told.
+_ASKS_LEAVE = re.compile(r"\b(?:can|could|may|might)\s+i\s+ask\b", re.IGNORECASE)
 #: A line that corrects the last call ("Actually, make it Highcliff.", "No, make that six."):
 #: the same tool, its arguments read anew.
 _CORRECTS = re.compile(r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*make\s+(?:it|that)\b", re.I)
@@ -190,16 +202,28 @@ async def decide_by_score(
     # Typographic apostrophes are the plain one ("Widow\u2019s Seam" is "Widow's Seam").
     line = line.replace("\u2019", "'").replace("\u2018", "'")
     last_call = _last_call(dialog[-1]) if dialog else None
-    asks = await request_margin(backend, line, agent_id, after_call=last_call is not None)
+    after = last_call is not None
+    asks = await request_margin(backend, line, agent_id, after_call=after)
     diagnostics: dict[str, Any] = {"request": round(asks, 3)}
-    question = (line.rstrip().endswith("?") and not _TAG.search(line)) or bool(_ASKED.match(line))
     # An order that opens with a tool's own verb ("Walk north.", "Not the grey camel. Stable
     # the white one.") or with what the speaker wants ("I'll buy a sack of dates.") or that
     # counts what a tool counts in ("Foghorn, 5 blasts.") asks for something, where the
     # request step is unsure of it.
     said = sentences(line)
-    ordered = any(opens_with_verb(tools, s) or _WANTS.match(s) for s in said)
-    ordered = ordered or counts_in_units(tools, line)
+    orders = [bool(opens_with_verb(tools, s) or _WANTS.match(s)) for s in said]
+    # A question is one whole, or one followed by no order ("What's the pay like for a gate
+    # guard? Asking for my cousin."), and not one tagged on an order ("..., would you?").
+    asked = [s.rstrip().endswith("?") and not _TAG.search(s) for s in said]
+    wanted = any(orders[1:]) or any(_WANTED.search(s) for s in said[1:])
+    question = (bool(said) and asked[-1]) or (asked[:1] == [True] and not wanted)
+    question = question or bool(_ASKED.match(line))
+    if len(said) > 1 and orders[0] and asks <= 0 and not question:
+        # An order whose reason is news reads as news whole ("Send a dozen guards through
+        # the market square. The harvest fair is starting."): its first sentence is asked
+        # alone (the request step asks only those after the first).
+        asks = max(asks, await request_margin(backend, said[0], agent_id, after_call=after))
+        diagnostics["request"] = round(asks, 3)
+    ordered = any(orders) or counts_in_units(tools, line)
     # Right after a call, a line that goes on with "And..." adds to that request ("And her
     # sister ship right behind, the Sea Swallow.").
     goes_on = last_call is not None and _GOES_ON.match(line) is not None
@@ -214,7 +238,9 @@ async def decide_by_score(
         requested = False
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.
-    only_lookups = not requested or (question and not _ASKS_FOR.search(line))
+    only_lookups = not requested or (
+        question and (not _ASKS_FOR.search(line) or bool(_ASKS_LEAVE.search(line)))
+    )
     lookups = {i for i, tool in enumerate(tools) if _looks_up(tool)} if only_lookups else set()
     if only_lookups and not (lookups and question):
         return ScoreDecision(no_call, diagnostics)

@@ -58,6 +58,9 @@ _ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
 #: Spans of time an argument counted in days or nights counts in too.
 DAY_SPANS = frozenset(_DAYS)
+#: Spans of time in hours: "an hour", "a couple of hours", "a day" of an argument counted in
+#: hours.
+_HOURS = {"hour": 1, "day": 24}
 #: Spans of time in minutes: "a quarter of an hour" is 15 of an argument counted in minutes.
 _MINUTES: dict[str, float] = {"minute": 1, "hour": 60}
 #: The units of time a count may be in: a number before one counts time, not things.
@@ -131,7 +134,8 @@ def says_one(line: str) -> bool:
 def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = False) -> list[object]:
     """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
     "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
-    nights, spans of time: "a week" is 7, "two weeks" 14, "for the day" 1; for one of minutes,
+    nights, spans of time: "a week" is 7, "two weeks" 14, "for the day" 1; for one of hours,
+    "an hour" is 1, "a couple of hours" 2, "a day" 24; for one of minutes,
     "a quarter of an hour" is 15, "an hour and a half" 90) without repeats. None: see `_fill`
     (a count the player does not say is one, "a dagger"; one the player says is no other).
     `time_elsewhere`: another argument of the tool counts time, so a span of time ("for two
@@ -142,6 +146,9 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
         if spans:  # how long, as for days below
             return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
     in_days = counts_days(param)
+    # The spans of time the argument counts in, if it counts time: days or hours.
+    in_hours = "hour" in f"{param.name} {param.description}".lower()
+    span_units = _DAYS if in_days else _HOURS if in_hours else {}
     words: list[str] = []
     scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
     for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
@@ -175,16 +182,20 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             if (ordinal := _ordinal(low)) is not None:
                 found.append((2, ordinal))
             continue
-        unit = singular(words[i + 1].lower()) if i + 1 < len(words) else ""
-        if unit in COUNTS:
+        after = [singular(w.lower()) for w in words[i + 1 : i + 4]] + ["", "", ""]
+        unit = after[0]
+        counted = unit in COUNTS
+        if counted:
             value *= COUNTS[unit]
             if i and words[i - 1].lower() == "half":  # "half a dozen" is six
                 value /= 2
-        elif in_days and unit in _DAYS:
-            value *= _DAYS[unit]
+            if after[1] == "of" and after[2] in TIME_UNITS:  # "a couple of hours"
+                unit = after[2]
+        if unit in span_units:
+            value *= span_units[unit]
             timed.append(int(value) if integer or float(value).is_integer() else value)
             continue
-        elif low in ("a", "an", "the") or (time_elsewhere and unit in TIME_UNITS):
+        if (time_elsewhere and unit in TIME_UNITS) or (not counted and low in ("a", "an", "the")):
             continue
         number = int(value) if integer or float(value).is_integer() else value
         found.append((0 if _NUMBER.fullmatch(word) else 1, number))

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 
 from ....graph.params import ToolParamDefinition
-from .numbers import is_number, singular
+from .names import DESCRIBED, POINTED, capitalised, proper_names, subjects
+from .numbers import singular
 from .values import (
     FILLER,
     MORE,
@@ -96,6 +97,9 @@ class Fill:
     place_elsewhere: bool = False
     #: Whether another argument of the tool is whom something is for ("in" then says where).
     whom_elsewhere: bool = False
+    #: What the last exchange of the dialog said (the player's line, then the replies): whom
+    #: "him" or "her" is ("Sergeant Bram and his lads.").
+    spoken: str = ""
 
 
 def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
@@ -179,36 +183,49 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in Port
     # Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
     elif not message and not takes_person(param):
-        # Where a place argument takes the place ("in Port Sabra"), this one takes another.
+        # Where a place argument takes the place ("in Port Sabra"), this one takes another;
+        # a person is no place ("Black Jory robbed my uncle on the King's Road").
+        person = "person" in declared_words(param)
         proper = [v for v in found if _proper(fill.line, v)]
-        if fill.place_elsewhere:
-            proper = [v for v in proper if not _placed(fill.line, v, _WITHIN)]
+        if fill.place_elsewhere or person:
+            within = _WAS_AT if person else _WITHIN
+            proper = [v for v in proper if not _placed(fill.line, v, within)]
         found = proper or found
         # So does a capitalised word after an article or a possessive, a title or a name
         # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
         # where the thing goes ("to the Mill").
-        found = [v for v in found if _titled(fill.line, v)] or found
+        if not person:
+            found = [v for v in found if _titled(fill.line, v)] or found
     # An owner is the one the line says something is of: "The magistrate's horse", "board
     # mistress odile's mare".
     if _is_owner(param):
         found = [v for v in found if _owns(fill.line, v)] or found
+    # One the line calls "him" or "her" ("Then send a runner to him.") and names no one
+    # itself is the one the last exchange named ("Sergeant Bram and his lads.").
+    pointed = whom and fill.spoken and POINTED.search(fill.line)
+    if pointed and not any(capitalised(fill.line, v) for v in found):
+        before = proper_names(fill.spoken, fill.avoid)
+        if before:
+            return before
     # A name ("The ship's name.") is written capitalised: "the Sea Swallow", not "sister"
     # in "her sister ship"; not where something comes from or goes ("from Hollin Cross"). A
     # name that opens a sentence is one its verb follows ("Bramble looks half-starved.",
     # "Captain's running"), where an order opens with its verb ("Give him...").
     if a_name:
-        named = [v for v in found if _capitalised(fill.line, v)]
+        named = [v for v in found if capitalised(fill.line, v)]
         # Beside a place argument, "to" says whom: "Same message to Bashir in Port Sabra."
         places = _WITHIN if fill.place_elsewhere else _PLACES
         placed = [v for v in named if _placed(fill.line, v, places)]
         unplaced = [v for v in named if v not in placed and not any(_inside(v, o) for o in placed)]
         # All of a name, not a word of it: "the Maiden of Corrow", not "Maiden".
         unplaced = [v for v in unplaced if not any(_inside(v, o) for o in unplaced)]
-        capitalised = unplaced or _subjects(fill.line, fill.avoid) or named
+        written = unplaced or subjects(fill.line, fill.avoid) or named
+        # A line that names no one describes them: "for whoever's been stealing horses".
+        written = written or [m.group(0).strip() for m in DESCRIBED.finditer(fill.line)]
         # A line that names none ("Send her to the dry dock instead.") means the last one.
-        if not capitalised and kept:
+        if not written and kept:
             return kept[-1:]
-        found = capitalised or found
+        found = written or found
     # A span right before the argument's own name is its value: "the galley locker" says
     # which locker, "the north door" which door.
     found = [v for v in found if _names(fill.line, v, param.name)] or found
@@ -230,22 +247,11 @@ def _owns(line: str, value: str) -> bool:
     return re.search(rf"{re.escape(value)}'s?(?![\w'-])", line) is not None
 
 
-def _capitalised(line: str, value: str) -> bool:
-    """Whether every word of `value` is capitalised in `line`, the first not opening a
-    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her"),
-    but an "of" or "of the" between two ("Maiden of Corrow", "Guild of the Lantern")."""
-    at = line.find(value)
-    opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
-    return not opens and _NAMED.fullmatch(value) is not None
-
-
-#: A name of capitalised words, "of" or "of the" joining two of them ("Maiden of Corrow").
-_NAMED = re.compile(r"[A-Z][\w'.-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w'.-]*)*")
-
-
 #: Words a place follows ("all the way from Hollin Cross", "bound for Port Amberly"), and
 #: those a place something is in follows.
 _PLACES = r"from|to|at|in|into|near|past|bound\s+for"
+#: Words a place a person was at follows ("on the King's Road"): no person.
+_WAS_AT = rf"{_PLACES}|on|along"
 _WITHIN = r"from|at|in|near"
 
 
@@ -256,27 +262,11 @@ def _placed(line: str, value: str, places: str = _PLACES) -> bool:
     return all(re.search(before, line[: m.start()], re.I) for m in found)
 
 
-#: A sentence's first word, capitalised, then an "'s" or a verb that says what it does
-#: ("Bramble looks", "Juniper hauled", "Captain's running").
-_SUBJECT = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+)(?:'s\b|\s+[a-z]+(?:s|ed)\b)")
-
-
-def _subjects(line: str, avoid: frozenset[str]) -> list[str]:
-    """The names that open a sentence of `line` as its subject (`_SUBJECT`), but the words
-    to `avoid`."""
-    found = (m.group(1) for m in _SUBJECT.finditer(line))
-    return [
-        name
-        for name in found
-        if not (name.lower() in avoid or name.lower() in FILLER or is_number(name.lower()))
-    ]
-
-
 def _proper(line: str, value: str) -> bool:
     """Whether `value` is a proper name of `line`: two or more words, each capitalised, the
     first opening no sentence ("Widow's Seam", "Harrow's Cut"), and not said after "for" or
     "to" ("for Old Tam", "to Willow Island")."""
-    if len(WORD.findall(value)) < 2 or not _capitalised(line, value):
+    if len(WORD.findall(value)) < 2 or not capitalised(line, value):
         return False
     return re.search(rf"\b(?:for|to)\s+(?:the\s+)?{re.escape(value)}", line, re.I) is None
 
@@ -285,7 +275,7 @@ def _titled(line: str, value: str) -> bool:
     """Whether `value` is a title or a thing's name in `line`: capitalised, opening no
     sentence, after an article or a possessive ("the Prince", "Our Gravedigger's drunk"), not
     after "to" ("to the Mill": where, not what)."""
-    if not _capitalised(line, value):
+    if not capitalised(line, value):
         return False
     said = rf"(?<!\bto\s)\b(?i:{_TITLE_OPENERS})\s+{re.escape(value)}(?![\w-])(?P<after>.*)"
     found = re.search(said, line)

@@ -82,9 +82,12 @@ WORD = re.compile(r"[\w'-]+")
 TITLES = frozenset(("St", "Mr", "Mrs", "Ms", "Dr", "Mt"))
 #: Words of a string argument's name or description that make its value a sentence (a
 #: message, an errand), not a name: its spans run longer.
-SENTENCE_WORDS = frozenset(words("message text errand note reason says say what"))
+SENTENCE_WORDS = frozenset(words("message text errand note reason says say what happened"))
 #: Words after which a message's content starts ("tell her that ...", "saying ...").
-_CLAUSE = re.compile(r"(?:\bthat|\bsaying|:)\s+([^.!?;]+)", re.IGNORECASE)
+_CLAUSE = re.compile(
+    r"(?:\bthat|\bsaying|:|\btell\s+(?:him|her|them|[A-Z][\w'-]*)\s+to)\s+([^.!?;]+)",
+    re.IGNORECASE,
+)
 _ENUM = re.compile(r"one of:?\s*([^.;]+)", re.IGNORECASE)
 
 
@@ -243,8 +246,8 @@ def is_place(param: ToolParamDefinition) -> bool:
 
 
 def clauses(line: str) -> list[str]:
-    """What a line relays as a message: the words after "that", "saying" or a colon, to the
-    end of the sentence."""
+    """What a line relays as a message: the words after "that", "saying", a colon or "tell
+    him to" ("tell Tom to bring the cart"), to the end of the sentence."""
     return [" ".join(m.group(1).split()).strip(" ,") for m in _CLAUSE.finditer(line)]
 
 

@@ -104,6 +104,9 @@ _SILENT = FILLER | frozenset(
         "set",
         "get",
         "e.g",
+        # Where, not what: "behind the tavern" asks nothing of "the door behind the barracks".
+        *words("behind beside across along around through toward towards under beneath"),
+        *words("between inside outside near beyond within"),
     ]
 )
 #: Words that make a string argument a message, not an object: "What to buy" is an object.
@@ -147,7 +150,9 @@ _TITLE = re.compile(r"\bthe\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)+)")
 #: Capitalised words that name no one.
 _NOT_PEOPLE = frozenset(["I", "I'm", "I'll", "I'd", "I've"])
 #: A negated verb: "don't open", "do not bother fetching", "never send".
-_REFUSAL = re.compile(r"\b(?:don't|do not|dont|never)\s+(?:bother\s+)?([\w'-]+)", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"\b(?:don't|do not|dont|never|no need to)\s+(?:bother\s+)?([\w'-]+)", re.IGNORECASE
+)
 
 
 def shared_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
@@ -188,12 +193,11 @@ def takers_evidence(
 
 def refuses(tool: ToolDefinition, line: str) -> bool:
     """Whether `line` negates a verb of `tool`'s ("Don't bother fetching Marta" for a tool
-    that fetches someone): it refuses the tool rather than asks for it."""
-    vocabulary = _vocabulary(tool)
-    return any(
-        _stems(m.group(1)) & vocabulary.keys()
-        for m in _REFUSAL.finditer(line.replace("\u2019", "'"))
-    )
+    that fetches someone): it refuses the tool rather than asks for it. What the tool does is
+    in its name and description: a word of its arguments' only ("Shut the east gate, but
+    don't bar it." for a gate's `bar` flag) says how, not whether."""
+    verbs = _stems(f"{spelled(tool.name)} {tool.description}")
+    return any(_stems(m.group(1)) & verbs for m in _REFUSAL.finditer(line.replace("\u2019", "'")))
 
 
 def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
@@ -342,9 +346,18 @@ def polar_words(phrase: str, line: str) -> int:
     after a determiner is the thing, not what is done to it: "Douse the light" says "light
     it" by one word only, and "put it out" by its side. A side counts twice: it is what tells
     the two values apart, where the rest may be said of either ("Turn the lamp off" says "turn
-    it on" but for its side)."""
+    it on" but for its side). Words the phrase offers as either ("dead or alive will do") are
+    said by a line that says both, not by one that says one of them ("taken alive")."""
     shared = _polar_stems(phrase) & _polar_stems(line)
+    for either in _EITHER.finditer(phrase):
+        pair = _stems(either.group(1)) | _stems(either.group(2))
+        if not pair <= shared:
+            shared -= pair
     return len(shared) + len(shared & {_GOING, _STOPPED, _RAISED, _LOWERED})
+
+
+#: Two words a phrase offers as either: "dead or alive".
+_EITHER = re.compile(r"\b(\w+)\s+or\s+(\w+)\b", re.IGNORECASE)
 
 
 #: Each side's opposite: a boolean's two values are opposites.

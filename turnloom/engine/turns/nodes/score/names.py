@@ -1,0 +1,68 @@
+"""Names of people and things in a player's line (or in what the dialog said just before),
+for the free-text arguments of the `score` decision (`strings`): capitalised runs that open no
+sentence, the subject that opens one, someone described instead of named, and someone pointed
+to ("him", "her").
+"""
+
+from __future__ import annotations
+
+import re
+
+from .values import FILLER, is_number
+
+__all__ = ["DESCRIBED", "NAMED", "POINTED", "capitalised", "proper_names", "subjects"]
+
+
+def capitalised(line: str, value: str) -> bool:
+    """Whether every word of `value` is capitalised in `line`, the first not opening a
+    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her"),
+    but an "of" or "of the" between two ("Maiden of Corrow", "Guild of the Lantern")."""
+    at = line.find(value)
+    opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
+    return not opens and NAMED.fullmatch(value) is not None
+
+
+#: A name of capitalised words, "of" or "of the" joining two of them ("Maiden of Corrow").
+NAMED = re.compile(r"[A-Z][\w'.-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w'.-]*)*")
+
+
+#: A sentence's first word, capitalised, then an "'s" or a verb that says what it does
+#: ("Bramble looks", "Juniper hauled", "Captain's running").
+_SUBJECT = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+)(?:'s\b|\s+[a-z]+(?:s|ed)\b)")
+
+
+def subjects(line: str, avoid: frozenset[str]) -> list[str]:
+    """The names that open a sentence of `line` as its subject (`_SUBJECT`), but the words
+    to `avoid`."""
+    found = (m.group(1) for m in _SUBJECT.finditer(line))
+    return [
+        name
+        for name in found
+        if not (name.lower() in avoid or name.lower() in FILLER or is_number(name.lower()))
+    ]
+
+
+#: Someone a line points to ("to him", "tell her"), whom it does not name.
+POINTED = re.compile(r"\b(?:to|tell|ask|warn|inform|let)\s+(?:him|her|them)\b", re.IGNORECASE)
+#: Someone a line describes instead of naming: "whoever's been stealing horses", "the woman
+#: who poisoned the well", to the clause's end.
+DESCRIBED = re.compile(
+    r"\bwho(?:ever|mever)\b[^,.;:!?]*"
+    r"|\bthe\s+(?:man|woman|one|person|fellow|people|men|women)\s+who\b[^,.;:!?]*",
+    re.IGNORECASE,
+)
+
+
+def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
+    """The names of people or things `text` says, in its order: capitalised words not opening
+    a sentence, or two or more opening one ("Sergeant Bram and his lads."), not a word to
+    `avoid`."""
+    found = (m.group(0) for m in NAMED.finditer(text))
+    return list(
+        dict.fromkeys(
+            v
+            for v in found
+            if (capitalised(text, v) or (len(v.split()) > 1 and v.split()[0].lower() not in FILLER))
+            and v.lower() not in avoid
+        )
+    )

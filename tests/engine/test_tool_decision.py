@@ -1742,16 +1742,21 @@ def test_more_of_a_call_changes_its_first_count_and_keeps_the_others() -> None:
     assert [c.arguments for c in calls] == [{"guards": 2, "hours": 8}, {"guards": 2, "hours": 3}]
 
 
+def _assert_flags(tool: tl.ToolDefinition, flag: str, lines: dict[str, bool]) -> None:
+    """Each line calls `tool` with the boolean `flag` as given."""
+    scorer = ScoringMock("mock", script=["unused"])
+    for line, value in lines.items():
+        (call,) = run(scorer, node(tools=[tool]), line)["calls"]
+        assert call.arguments[flag] is value, line
+
+
 def test_a_flag_denied_by_name_is_false_and_refuses_no_tool() -> None:
     # "don't bar it" says how the gate is closed, not that it is not: no refusal.
     assert not sw.refuses(GATE, "Shut the east gate, but don't bar it tonight.")
     assert sw.refuses(GATE, "Don't open the east gate.")
     assert sw.refuses(PATROL, "No need to send anyone to the docks.")
-    scorer = ScoringMock("mock", script=["unused"])
-    for line, bar in (("Close the east gate, but don't bar it.", False),
-                      ("Close the east gate and bar it.", True)):  # fmt: skip
-        (call,) = run(scorer, node(tools=[GATE]), line)["calls"]
-        assert call.arguments["bar"] is bar, line
+    _assert_flags(GATE, "bar", {"Close the east gate, but don't bar it.": False,
+                                "Close the east gate and bar it.": True})  # fmt: skip
 
 
 def test_words_offered_as_either_are_said_only_together() -> None:
@@ -1759,11 +1764,9 @@ def test_words_offered_as_either_are_said_only_together() -> None:
     assert sw.polar_words(either, "she is to be taken alive") == 0
     assert sw.polar_words(either, "Dead or alive, I don't care.") == 2
     assert sw.polar_words("the person must be brought in alive", "taken alive") == 1
-    scorer = ScoringMock("mock", script=["unused"])
-    for line, alive in (("Post a bounty on Sela Marr, she's to be taken alive.", True),
-                        ("Post a bounty on Sela Marr, dead or alive.", False)):  # fmt: skip
-        (call,) = run(scorer, node(tools=[BOUNTY]), line)["calls"]
-        assert call.arguments["alive_only"] is alive, line
+    said = {"Post a bounty on Sela, she's to be taken alive.": True,
+            "Post a bounty on Sela, dead or alive.": False}  # fmt: skip
+    _assert_flags(BOUNTY, "alive_only", said)
 
 
 def test_a_person_is_named_not_placed_described_or_pointed_to() -> None:

@@ -128,13 +128,10 @@ _OPENS_AS_TALK = re.compile(
 )
 #: A sentence saying what the speaker wants ("I'll buy a sack of dates.", "We need someone to
 #: lead us...", "I'd like the blue one."): an order in the speaker's words.
-_WANTS = re.compile(
-    r"\W*(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take|have)\b", re.I
-)
+_I_WANT = r"(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take{})\b"
+_WANTS = re.compile(r"\W*" + _I_WANT.format("|have"), re.I)
 #: What the speaker wants, said anywhere in a sentence ("My back aches and I'd like an hour").
-_WANTED = re.compile(
-    r"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take)\b", re.I
-)
+_WANTED = re.compile(r"\b" + _I_WANT.format(""), re.I)
 #: A question written without its question mark ("what do all those flags mean").
 _ASKED = re.compile(
     r"\W*(?:what|how|why|where|when|who|which)"

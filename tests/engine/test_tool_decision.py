@@ -1182,6 +1182,14 @@ def test_a_line_that_opens_by_taking_leave_is_talk_unless_the_request_is_sure() 
         assert run(unsure, node(), line)["calls"] == [], line
     assert run(unsure, node(), "Walk north.")["calls"]  # no leave taken: the request stands
     assert run(FixedRequest(0.8), node(), "Goodbye, and walk north.")["calls"]  # a sure one
+    # After a farewell, an order that is no tool's verb is a wish, however sure the step is.
+    assert run(FixedRequest(0.8), node(), "Farewell, Ida. Keep walking north.")["calls"] == []
+
+
+def test_an_order_may_open_with_a_word_that_only_softens_or_times_it() -> None:
+    for line in ("Just give me two apples.", "Then walk north.", "Go give her an apple."):
+        assert sw.opens_with_verb(TOOLS, line), line
+    assert not sw.opens_with_verb(TOOLS, "Just a moment.")
 
 
 def test_a_question_tagged_on_an_order_is_the_order() -> None:

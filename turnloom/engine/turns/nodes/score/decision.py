@@ -24,7 +24,8 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    a question tagged on ("Assay this lump, would you?") is no question; a line that opens by
    taking leave, with thanks or a greeting ("Goodbye, and mind the shaft.", "Thank you
    kindly. You've a gift with horses.", "Peace be upon you!") is talk unless the step is
-   sure it asks.
+   sure it asks, and after a farewell only a clause opening with a tool's verb asks
+   ("Farewell, Hesper. Keep the boilers burning." is a wish).
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -117,15 +118,23 @@ _TAG = re.compile(
 )
 #: What a line says something is for ("for Rosa's crew"): whom, not which tool.
 _FOR = re.compile(r"\bfor\b[^,.;:!?]*", re.IGNORECASE)
+#: Ways of taking leave.
+_FAREWELLS = (
+    r"good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe travels|"
+    r"godspeed"
+)
 #: A line that opens by taking leave, with thanks or a greeting: what follows is a wish or a
 #: remark ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.",
 #: "Peace be upon you, caravan master!"), not an errand, unless the request is sure.
 _OPENS_AS_TALK = re.compile(
-    r"\W*(?:good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe "
-    r"travels|godspeed|thanks|thank you|many thanks|much obliged|cheers|hello|hi|hey|greetings|"
-    r"good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
+    rf"\W*(?:{_FAREWELLS}|thanks|thank you|many thanks|much obliged|cheers|hello|hi|hey|"
+    r"greetings|good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
     re.IGNORECASE,
 )
+#: A line that opens by taking leave ("Farewell, Hesper.", "Goodbye, and mind the shaft.").
+_FAREWELL = re.compile(rf"\W*(?:{_FAREWELLS})\b", re.IGNORECASE)
+#: Where a clause ends: "Goodbye, and walk north." is "Goodbye" and "walk north".
+_CLAUSES = re.compile(r"[,.;:!?]+\s*(?:and\s+)?")
 #: A sentence saying what the speaker wants ("I'll buy a sack of dates.", "We need someone to
 #: lead us...", "I'd like the blue one."): an order in the speaker's words.
 _I_WANT = r"(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take{})\b"
@@ -233,6 +242,12 @@ async def decide_by_score(
     requested = requested or same
     if _OPENS_AS_TALK.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
         requested = False
+    # What follows a farewell is a wish, however much it reads as an order ("Farewell,
+    # Hesper. Keep the boilers burning."), unless it opens with a tool's verb ("Goodbye, and
+    # walk north.").
+    if _FAREWELL.match(line):
+        clauses = _CLAUSES.split(line)[1:]
+        requested = requested and any(opens_with_verb(tools, c) for c in clauses)
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.
     only_lookups = not requested or (

@@ -200,10 +200,19 @@ def refuses(tool: ToolDefinition, line: str) -> bool:
     return any(_stems(m.group(1)) & verbs for m in _REFUSAL.finditer(line.replace("\u2019", "'")))
 
 
+#: Words before an order's verb that leave it an order ("Just wash...", "Then send...").
+_LEADING = frozenset(["just", "then", "now", "so", "go", "kindly", "quickly"])
+
+
 def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
     """Whether `line`'s first word is, as written, the first word of a tool's name or
     description (its verb: "Test these mushrooms." for test_sample)."""
-    first = WORD.findall(line)[:1]
+    said = WORD.findall(line)
+    # After a word that only softens or times it: "Just wash these shirts", "Then send a
+    # runner to him", "Go fetch the healer".
+    while len(said) > 1 and said[0].lower() in _LEADING:
+        said = said[1:]
+    first = said[:1]
     if not first:
         return False
     verbs: set[str] = set()

@@ -1825,3 +1825,45 @@ def test_an_order_whose_reason_is_news_is_asked_alone() -> None:
     assert call.arguments == {"guards": 12, "hours": 3}
     # News first: no order opens the line, so nothing is asked again.
     assert run(scorer, node(tools=[PATROL]), "The fair is on. I love a fair.")["calls"] == []
+
+
+def test_a_party_is_counted_and_a_span_said_whole_or_against_the_last_call() -> None:
+    guests = tl.ToolParamDefinition("guests", "integer", "How many people use the room.")
+    hours = PATROL.parameters[1]
+    line = "A private room for me and my wife, please. Three hours should do."
+    assert sn.numbers(line, guests, time_elsewhere=True) == [2]
+    assert sn.numbers("For me, my wife and our son.", guests) == [3]
+    assert sn.numbers("My brother and I.", guests) == [2]
+    assert sn.numbers("me and my wife", COUNT) == []  # a count of things counts no party
+    assert sn.numbers("A room for a whole day and night.", hours) == [24]
+    patrolled = [
+        {"role": "user", "content": "Six guards to the temple for eight hours."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+         "function": {"name": "send_patrol", "arguments": {"guards": 6, "hours": 8}}}]},
+        {"role": "tool", "tool_call_id": "c0", "name": "send_patrol", "content": "ok"},
+    ]  # fmt: skip
+    lines = ("And send guards for twice as long.", "And send twice as many guards.")
+    calls = _calls_after([PATROL, GIVE], [(line, patrolled) for line in lines])
+    assert [c.arguments["hours"] for c in calls] == [16, 8]
+    assert calls[1].arguments["guards"] == 12
+
+
+def test_a_name_after_someones_kin_is_no_address() -> None:
+    owner = tl.ToolParamDefinition("owner", "string", "The owner's name.")
+    avoid = frozenset({"store", "cargo", "owner"})
+    fill = ss.Fill("", "", ", ", "Same again for her sister, Wenna Orrey.", avoid, False)
+    assert "Wenna Orrey" in ss.string_values(fill, owner)
+    fill = ss.Fill("", "", ", ", "Put it on my tab, Ilse.", avoid, False)
+    assert "Ilse" not in ss.string_values(fill, owner)
+
+
+def test_a_place_goes_on_with_the_street_it_is_on() -> None:
+    where = tl.ToolParamDefinition("place", "string", "Where the runner should go.")
+    line = "Go find Widow Harrow at the fish market on Cobble Lane and bring her here."
+    fill = ss.Fill("", "", ", ", line, frozenset({"send", "runner", "place"}), False)
+    assert "fish market on Cobble Lane" in ss.string_values(fill, where)
+
+
+def test_like_is_no_word_of_a_side() -> None:
+    hot = "heat it as hot as the boilers allow, for those who like it scalding"
+    assert sw.polar_words(hot, "I'd like a soak, not too warm.") == 0

@@ -64,8 +64,10 @@ choice's prompt) are not needed here.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a
   dozen", "both", "two hundred and fifty"; for a count of days, "a week", "two weeks" or
   "for the day", and a span of time is no count of things ("Three hours should do." is no
-  number of guests); for one of minutes, "a quarter of
-  an hour", "an hour and a half"), not those it turns down ("four, not five"); else 1 if it
+  number of guests); for one of hours, "an hour", "a couple of hours", "a whole day"; for
+  one of minutes, "a quarter of an hour", "an hour and a half"; for one of people, a party
+  the line lists: "me and my wife"), not those it turns down ("four, not five"); "twice as
+  long" as the last call is twice its span of time, "twice as many" twice its count; else 1 if it
   says "a" or "another" (not "a week"), else the value an earlier call gave, else 1. A
   correction's bare number is the call's first count ("Make that six." after four
   dockhands for two days), as is the number of one asking for more ("Add two more men to
@@ -148,6 +150,12 @@ _DENIED = re.compile(
     r"[^,.;:!?]*",
     re.IGNORECASE,
 )
+#: A count said against the last call's: "twice as long", "three times as many".
+_TIMES = re.compile(
+    r"\b(?P<factor>twice|two times|three times|thrice|half)\s+as\s+(?P<what>long|many|much)\b",
+    re.IGNORECASE,
+)
+_FACTORS = {"twice": 2, "two times": 2, "three times": 3, "thrice": 3, "half": 0.5}
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
@@ -334,6 +342,17 @@ async def _fill(
         return widened(line, values[chosen], fill.avoid, fill.numeric), margin
     else:
         counts = [v for v in fill.earlier if is_count(v)]
+        # "Twice as long" as the last call is twice its span of time; "twice as many" twice
+        # its count.
+        times = _TIMES.search(line)
+        last = counts[-1] if counts else None
+        if (
+            isinstance(last, int | float)
+            and times
+            and (times["what"].lower() == "long") == counts_time(param)
+        ):
+            value = last * _FACTORS[times["factor"].lower()]
+            return (round(value) if param.type == "integer" else value), math.nan
         # A correction's number is the call's first count ("Make that six." after four
         # dockhands for two days: six dockhands), as is one asking for more ("Add two more
         # men to that."); a later count stays unless it says its own unit ("Make it three

@@ -14,6 +14,7 @@ __all__ = [
     "COUNTS",
     "TIME_UNITS",
     "counts_days",
+    "counts_people",
     "counts_time",
     "is_count",
     "is_number",
@@ -182,7 +183,8 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             if (ordinal := _ordinal(low)) is not None:
                 found.append((2, ordinal))
             continue
-        after = [singular(w.lower()) for w in words[i + 1 : i + 4]] + ["", "", ""]
+        after = [singular(w.lower()) for w in words[i + 1 : i + 4] if w.lower() not in _WHOLE]
+        after += ["", "", ""]  # "a whole day" is a day
         unit = after[0]
         counted = unit in COUNTS
         if counted:
@@ -199,9 +201,29 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             continue
         number = int(value) if integer or float(value).is_integer() else value
         found.append((0 if _NUMBER.fullmatch(word) else 1, number))
+    # A party the line lists counts its people: "for me and my wife" is two.
+    if counts_people(param) and (party := _PARTY.search(line)) is not None:
+        found.append((1, 2 + len(re.findall(r",", party.group(0)))))
     # A span of time says how long; the number of horses in the same line does not. Digits
     # come before words, words before ordinals (the first of equal scores wins).
     return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
+
+
+#: Words between a number and its unit of time that leave the span as it is ("a whole day").
+_WHOLE = frozenset(["whole", "full", "entire"])
+#: The people of a party a line lists with the speaker: "me and my wife", "my brother and
+#: I", "me, my wife and our son".
+_PARTY = re.compile(
+    r"\b(?:me|myself|i)(?:\s*,\s*(?:my|our)\s+[\w'-]+)*\s+and\s+(?:my|our)\s+[\w'-]+"
+    r"|\b(?:my|our)\s+[\w'-]+(?:\s*,\s*(?:my|our)\s+[\w'-]+)*\s+and\s+(?:me|myself|i)\b",
+    re.IGNORECASE,
+)
+
+
+def counts_people(param: ToolParamDefinition) -> bool:
+    """Whether a numeric argument counts people ("How many people will use the room")."""
+    said = f"{param.name} {param.description}".lower()
+    return any(w in said for w in ("people", "persons", "guests", "passengers", "travellers"))
 
 
 def _spans_of_time(line: str, units: dict[str, float]) -> list[float]:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ....graph.params import ToolParamDefinition
-from .names import DESCRIBED, POINTED, capitalised, proper_names, subjects
+from .names import DESCRIBED, NAMED, POINTED, capitalised, proper_names, subjects
 from .numbers import singular
 from .values import (
     FILLER,
@@ -178,6 +178,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         if fill.whom_elsewhere:
             placed = [v for v in placed if _placed(fill.line, v, _WITHIN)] or placed
         found = [v for v in placed if not any(_starts_longer(o, v) for o in placed)] or found
+        # A place goes on with the street or the quarter it is in: "the fish market on Cobble
+        # Lane".
+        found = [_street(fill.line, v) for v in found]
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
     # Sea Lark") names one thing the line is about: an object takes it whole, not a word
     # beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in Port
@@ -235,6 +238,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
             return kept[-1:]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
+
+
+def _street(line: str, place: str) -> str:
+    """`place` with the named street or quarter `line` says it is on or in, if any ("fish
+    market" in "at the fish market on Cobble Lane": "fish market on Cobble Lane")."""
+    found = re.search(rf"{re.escape(place)}\s+(?:on|in|by)\s+(?:the\s+)?{NAMED.pattern}", line)
+    return found.group(0) if found is not None else place
 
 
 def _is_owner(param: ToolParamDefinition) -> bool:
@@ -309,14 +319,23 @@ def _addressed(line: str, value: str, name: str) -> bool:
     """Whether `value` is a name `line` is said to: capitalised, closing a sentence after a
     comma ("Put it on my tab, Ilse.", "Two more, Hilda!"); not one that names what the words
     before the comma are, the argument's own thing ("the other pack horse, Old Tam." for a
-    "horse", "the white one, Son of the Wind.")."""
+    "horse", "the white one, Son of the Wind.") or someone's kin ("her sister, Wenna
+    Orrey.")."""
     said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
     if not value[:1].isupper() or re.search(said, line) is None:
         return False
     thing = _thing(name)
-    # "the white one, Son of the Wind.": "one" stands for the thing too.
-    things = rf"(?:{re.escape(thing)}s?|one)" if thing else "one"
+    # "the white one, Son of the Wind.": "one" stands for the thing too; "her sister, Wenna
+    # Orrey." names the sister.
+    things = rf"(?:{re.escape(thing)}s?|one|{_KIN})" if thing else f"(?:one|{_KIN})"
     return re.search(rf"\b{things}{said}", line, re.I) is None
+
+
+#: Someone a line may name right after saying who they are to someone ("her sister, Wenna").
+_KIN = (
+    r"(?:sister|brother|wife|husband|son|daughter|mother|father|friend|cousin|uncle|aunt|"
+    r"nephew|niece|partner|master|mistress|apprentice|servant)s?"
+)
 
 
 def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:

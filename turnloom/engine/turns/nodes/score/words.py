@@ -104,6 +104,8 @@ _SILENT = FILLER | frozenset(
         "set",
         "get",
         "e.g",
+        # What any request may say ("I'd like..."): no word of one tool or value.
+        "like",
         # Where, not what: "behind the tavern" asks nothing of "the door behind the barracks".
         *words("behind beside across along around through toward towards under beneath"),
         *words("between inside outside near beyond within"),

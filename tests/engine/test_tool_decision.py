@@ -16,6 +16,7 @@ import pytest
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
 from turnloom.engine.turns.nodes.score import arguments as sa
+from turnloom.engine.turns.nodes.score import booleans as sb
 from turnloom.engine.turns.nodes.score import calibration as sc
 from turnloom.engine.turns.nodes.score import decision as td
 from turnloom.engine.turns.nodes.score import errands as se
@@ -601,24 +602,24 @@ def test_a_boolean_reads_the_words_of_its_values_description() -> None:
     for line, lit in (("please put out the lamp", False), ("light the lamp", True)):
         (call,) = run(scorer, params, line)["calls"]
         assert call.arguments == {"lit": lit}
-    assert sa._phrases("true to light it, false to put it out.") == ("light it", "put it out")
-    assert sa._phrases("true if it cannot wait.") == ("it cannot wait", "")
-    assert sa._phrases("Whether it is lit.") == ("", "")
+    assert sb.phrases("true to light it, false to put it out.") == ("light it", "put it out")
+    assert sb.phrases("true if it cannot wait.") == ("it cannot wait", "")
+    assert sb.phrases("Whether it is lit.") == ("", "")
     assert sw.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here
 
 
 def test_a_boolean_that_says_one_side_takes_the_other_from_its_tools_alternatives() -> None:
     torch = "Light the torch or put it out."
-    assert sa._phrases("true to light it.", torch) == ("light it", "put it out")
-    assert sa._phrases("false to put it out.", torch) == ("Light the torch", "put it out")
+    assert sb.phrases("true to light it.", torch) == ("light it", "put it out")
+    assert sb.phrases("false to put it out.", torch) == ("Light the torch", "put it out")
     sorting = "Turn automatic backpack sorting on or off."
-    assert sa._phrases("true to turn it on.", sorting) == ("turn it on", "off")
+    assert sb.phrases("true to turn it on.", sorting) == ("turn it on", "off")
     # No alternatives, or none that tells which is which: the other side stays unsaid.
-    assert sa._phrases("true if it cannot wait.", "Send a runner for help.") == (
+    assert sb.phrases("true if it cannot wait.", "Send a runner for help.") == (
         "it cannot wait",
         "",
     )
-    assert sa._phrases("true to light it.", "Fetch wood or water.") == ("light it", "")
+    assert sb.phrases("true to light it.", "Fetch wood or water.") == ("light it", "")
 
 
 def test_boundaries_a_model_ships_are_not_measured_again() -> None:
@@ -1619,12 +1620,12 @@ def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() ->
     harbour = "merchant for the merchant quay, drydock for the dry dock where hulls are repaired"
     assert sv.explained(harbour, ["merchant", "drydock"], "Her hull is cracked.") == ["drydock"]
     # A phrase runs to the other value's or the sentence's end, across commas.
-    assert sa._phrases(GUIDE.parameters[1].description) == (
+    assert sb.phrases(GUIDE.parameters[1].description) == (
         "the guide returns with them",
         "one way only, the guide leaves them",
     )
     mend = "true means also stitch tears, patch holes and replace lost buttons; false means wash."
-    assert sa._phrases(mend) == ("also stitch tears, patch holes and replace lost buttons", "wash")
+    assert sb.phrases(mend) == ("also stitch tears, patch holes and replace lost buttons", "wash")
     # Through the decision: the explanation chooses the route, and a denied side counts for
     # the other.
     calls = _calls_after(

@@ -87,6 +87,7 @@ from dataclasses import dataclass
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from ....inference.base import ModelBackend
 from ...dialog.projection import Interaction
+from .booleans import phrases as boolean_phrases
 from .calibration import (
     URGENCY_WEIGHT,
     best,
@@ -139,11 +140,6 @@ Call: rent_room(nights=2)
 #: How much of the dialog the arguments read: the last few exchanges, within a budget.
 DIALOG_TURNS = 3
 DIALOG_CHARS = 600
-_BOOLEAN_PHRASES = re.compile(
-    r"\btrue\s*(?:to|if|when|=|:|means)\s+(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
-    r"|\bfalse\s*(?:to|if|when|=|:|means)\s+(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
-    re.IGNORECASE,
-)
 #: A clause a line denies: "won't be returning", "never opens", "don't light it".
 _DENIED = re.compile(
     r"\b(?:not|never|no longer|won't|wont|don't|dont|didn't|isn't|aren't|can't|shan't)\b"
@@ -156,8 +152,6 @@ _TIMES = re.compile(
     re.IGNORECASE,
 )
 _FACTORS = {"twice": 2, "two times": 2, "three times": 3, "thrice": 3, "half": 0.5}
-#: Where a tool's description offers two things to do ("Light the torch or put it out.").
-_ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +276,7 @@ async def _fill(
     elif param.type == "boolean":
         values = (True, False)
         # What its description says each value means ("true to light it, false to put it out").
-        phrases = _phrases(param.description, fill.tool_description)
+        phrases = boolean_phrases(param.description, fill.tool_description)
         # A correction that names the flag says it: "Actually, make it urgent" is urgent,
         # "make it not urgent" is not, whatever the earlier call said.
         corrected = CORRECTION.search(line)
@@ -395,24 +389,3 @@ def _says(value: str, line: str) -> bool:
         return True
     said = [w.lower() for w in WORD.findall(line)]
     return value.lower() in {a + b for a, b in itertools.pairwise(said)}
-
-
-def _phrases(description: str, tool_description: str = "") -> tuple[str, str]:
-    """What a boolean's description says each value means: ("light it", "put it out") for
-    "true to light it, false to put it out"; "" where it does not say.
-
-    Where it says one side only ("true to light it."), the other is the tool's other
-    alternative when its description offers two ("Light the torch or put it out.": "put it
-    out"): without it, nothing in the line speaks for false, and "Put out the torch." lights
-    it."""
-    said = {"true": "", "false": ""}
-    for found in _BOOLEAN_PHRASES.finditer(description):
-        said[found.lastgroup or ""] = found.group(found.lastgroup or 0)
-    known = said["true"] or said["false"]
-    if known and not (said["true"] and said["false"]):
-        sides = _ALTERNATIVES.split(one_line(tool_description).rstrip(". "), maxsplit=1)
-        if len(sides) == 2:
-            first, second = (phrase_words(known, side) for side in sides)
-            if first != second:
-                said["false" if said["true"] else "true"] = sides[1] if first > second else sides[0]
-    return said["true"], said["false"]

@@ -1,7 +1,7 @@
 """Names of people and things in a player's line (or in what the dialog said just before),
 for the free-text arguments of the `score` decision (`strings`): capitalised runs that open no
-sentence, the subject that opens one, someone described instead of named, and someone pointed
-to ("him", "her").
+sentence, the subject that opens one, someone described instead of named, someone pointed
+to ("him", "her"), and the street a place is on.
 """
 
 from __future__ import annotations
@@ -10,7 +10,15 @@ import re
 
 from .values import FILLER, is_number
 
-__all__ = ["DESCRIBED", "NAMED", "POINTED", "capitalised", "proper_names", "subjects"]
+__all__ = [
+    "DESCRIBED",
+    "NAMED",
+    "POINTED",
+    "capitalised",
+    "proper_names",
+    "subjects",
+    "with_street",
+]
 
 
 def capitalised(line: str, value: str) -> bool:
@@ -66,3 +74,10 @@ def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
             and v.lower() not in avoid
         )
     )
+
+
+def with_street(line: str, place: str) -> str:
+    """`place` with the named street or quarter `line` says it is on or in, if any ("fish
+    market" in "at the fish market on Cobble Lane": "fish market on Cobble Lane")."""
+    found = re.search(rf"{re.escape(place)}\s+(?:on|in|by)\s+(?:the\s+)?{NAMED.pattern}", line)
+    return found.group(0) if found is not None else place

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ....graph.params import ToolParamDefinition
-from .names import DESCRIBED, NAMED, POINTED, capitalised, proper_names, subjects
+from .names import DESCRIBED, POINTED, capitalised, proper_names, subjects, with_street
 from .numbers import singular
 from .values import (
     FILLER,
@@ -180,7 +180,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         found = [v for v in placed if not any(_starts_longer(o, v) for o in placed)] or found
         # A place goes on with the street or the quarter it is in: "the fish market on Cobble
         # Lane".
-        found = [_street(fill.line, v) for v in found]
+        found = [with_street(fill.line, v) for v in found]
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
     # Sea Lark") names one thing the line is about: an object takes it whole, not a word
     # beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in Port
@@ -238,13 +238,6 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
             return kept[-1:]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
-
-
-def _street(line: str, place: str) -> str:
-    """`place` with the named street or quarter `line` says it is on or in, if any ("fish
-    market" in "at the fish market on Cobble Lane": "fish market on Cobble Lane")."""
-    found = re.search(rf"{re.escape(place)}\s+(?:on|in|by)\s+(?:the\s+)?{NAMED.pattern}", line)
-    return found.group(0) if found is not None else place
 
 
 def _is_owner(param: ToolParamDefinition) -> bool:

@@ -86,24 +86,8 @@ WORDS_WEIGHT = 2.0
 #: out", "put out"), and the words boolean parameters are described with.
 _SILENT = FILLER | frozenset(
     [
-        "out",
-        "up",
-        "off",
-        "down",
-        "over",
-        "away",
-        "back",
-        "true",
-        "false",
-        "them",
-        "someone",
-        "something",
-        "one",
-        "many",
-        "few",
-        "set",
-        "get",
-        "e.g",
+        *words("out up off down over away back true false them someone something one many few"),
+        *words("set get e.g"),
         # What any request may say ("I'd like..."): no word of one tool or value.
         "like",
         # Where, not what: "behind the tavern" asks nothing of "the door behind the barracks".

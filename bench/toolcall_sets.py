@@ -360,6 +360,7 @@ HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
 CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
 BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
 GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
+CIRCUS = load_set(_DATA / "circus_sealed.json")
 
 SETS = {
     s.name: s
@@ -382,5 +383,6 @@ SETS = {
         CARAVAN,
         BATHHOUSE,
         GUARDHOUSE,
+        CIRCUS,
     )
 }

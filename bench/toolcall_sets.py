@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Eighteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Nineteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -60,6 +60,12 @@ the tools' words ("the north door looks old") to catch a model that matches word
   written sealed the same way, kept out of every run until it judged the work that followed
   bathhouse's judgement (explanations written with "is", booleans said across commas, units of
   a count), a development set since.
+- **circus** (`data/circus_sealed.json`, 62 lines, 6 tools, the ringmaster of a travelling
+  circus; sha256 f2a07fafd45a67f7ea2f8311e77fa7d47c9fb5c9cce0cab03ec05be4b0c759cb): written
+  sealed the same way (its free-text values accept the words as the line says them), kept out
+  of every run until it judged the work that followed guardhouse's judgement (hours, people
+  named, described or pointed to, flags denied by name, questions with an aside, farewells,
+  parties of people), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -360,7 +366,7 @@ HARBOUR = load_set(_DATA / "harbour_sealed.json", _JUDGED)
 CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
 BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
 GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
-CIRCUS = load_set(_DATA / "circus_sealed.json")
+CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -16,7 +16,6 @@ import pytest
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
 from turnloom.engine.turns.nodes.score import arguments as sa
-from turnloom.engine.turns.nodes.score import booleans as sb
 from turnloom.engine.turns.nodes.score import calibration as sc
 from turnloom.engine.turns.nodes.score import decision as td
 from turnloom.engine.turns.nodes.score import errands as se
@@ -25,6 +24,7 @@ from turnloom.engine.turns.nodes.score import numbers as sn
 from turnloom.engine.turns.nodes.score import request as sr
 from turnloom.engine.turns.nodes.score import sentences as sse
 from turnloom.engine.turns.nodes.score import strings as ss
+from turnloom.engine.turns.nodes.score import tool_prompt as tp
 from turnloom.engine.turns.nodes.score import values as sv
 from turnloom.engine.turns.nodes.score import words as sw
 
@@ -253,13 +253,13 @@ def test_numbers_enums_and_labels() -> None:
     assert td.enum_values(MOVE.parameters[0]) == ("north", "south", "east")
     assert td.enum_values(GIVE.parameters[0]) == ()
     talk = tl.ToolDefinition(name="talk", description="Talk.")
-    assert td._labels([talk, GIVE]) == ["talk", "give item", "just talk"]
-    assert td._labels([tl.ToolDefinition(name="openDoor")]) == ["open Door", "talk"]
+    assert tp.tool_labels([talk, GIVE]) == ["talk", "give item", "just talk"]
+    assert tp.tool_labels([tl.ToolDefinition(name="openDoor")]) == ["open Door", "talk"]
 
 
 def test_examples_show_the_tools_in_both_orders_and_remarks_ask_nothing() -> None:
-    labels = td._labels(TOOLS)
-    header = td._header(TOOLS, labels)
+    labels = tp.tool_labels(TOOLS)
+    header = tp.tool_header(TOOLS, labels)
     said = [tool.description for tool in TOOLS]
     first = [header.index(s) for s in said]
     second = [header.index(s, max(first) + 1) for s in said]
@@ -268,7 +268,7 @@ def test_examples_show_the_tools_in_both_orders_and_remarks_ask_nothing() -> Non
     # Remarks name a tool's object but ask for nothing: no question marks among them.
     remarks = [line for line in header.splitlines() if line.startswith("Player: ")]
     assert not [r for r in remarks if r.endswith("?") and "how are you" not in r]
-    assert td._header(TOOLS[:1], td._labels(TOOLS[:1])).count(TOOLS[0].description) == 1
+    assert tp.tool_header(TOOLS[:1], tp.tool_labels(TOOLS[:1])).count(TOOLS[0].description) == 1
 
 
 def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
@@ -602,24 +602,27 @@ def test_a_boolean_reads_the_words_of_its_values_description() -> None:
     for line, lit in (("please put out the lamp", False), ("light the lamp", True)):
         (call,) = run(scorer, params, line)["calls"]
         assert call.arguments == {"lit": lit}
-    assert sb.phrases("true to light it, false to put it out.") == ("light it", "put it out")
-    assert sb.phrases("true if it cannot wait.") == ("it cannot wait", "")
-    assert sb.phrases("Whether it is lit.") == ("", "")
+    assert sc.boolean_phrases("true to light it, false to put it out.") == (
+        "light it",
+        "put it out",
+    )
+    assert sc.boolean_phrases("true if it cannot wait.") == ("it cannot wait", "")
+    assert sc.boolean_phrases("Whether it is lit.") == ("", "")
     assert sw.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here
 
 
 def test_a_boolean_that_says_one_side_takes_the_other_from_its_tools_alternatives() -> None:
     torch = "Light the torch or put it out."
-    assert sb.phrases("true to light it.", torch) == ("light it", "put it out")
-    assert sb.phrases("false to put it out.", torch) == ("Light the torch", "put it out")
+    assert sc.boolean_phrases("true to light it.", torch) == ("light it", "put it out")
+    assert sc.boolean_phrases("false to put it out.", torch) == ("Light the torch", "put it out")
     sorting = "Turn automatic backpack sorting on or off."
-    assert sb.phrases("true to turn it on.", sorting) == ("turn it on", "off")
+    assert sc.boolean_phrases("true to turn it on.", sorting) == ("turn it on", "off")
     # No alternatives, or none that tells which is which: the other side stays unsaid.
-    assert sb.phrases("true if it cannot wait.", "Send a runner for help.") == (
+    assert sc.boolean_phrases("true if it cannot wait.", "Send a runner for help.") == (
         "it cannot wait",
         "",
     )
-    assert sb.phrases("true to light it.", "Fetch wood or water.") == ("light it", "")
+    assert sc.boolean_phrases("true to light it.", "Fetch wood or water.") == ("light it", "")
 
 
 def test_boundaries_a_model_ships_are_not_measured_again() -> None:
@@ -1620,12 +1623,15 @@ def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() ->
     harbour = "merchant for the merchant quay, drydock for the dry dock where hulls are repaired"
     assert sv.explained(harbour, ["merchant", "drydock"], "Her hull is cracked.") == ["drydock"]
     # A phrase runs to the other value's or the sentence's end, across commas.
-    assert sb.phrases(GUIDE.parameters[1].description) == (
+    assert sc.boolean_phrases(GUIDE.parameters[1].description) == (
         "the guide returns with them",
         "one way only, the guide leaves them",
     )
     mend = "true means also stitch tears, patch holes and replace lost buttons; false means wash."
-    assert sb.phrases(mend) == ("also stitch tears, patch holes and replace lost buttons", "wash")
+    assert sc.boolean_phrases(mend) == (
+        "also stitch tears, patch holes and replace lost buttons",
+        "wash",
+    )
     # Through the decision: the explanation chooses the route, and a denied side counts for
     # the other.
     calls = _calls_after(
@@ -1726,6 +1732,15 @@ BOUNTY = tl.ToolDefinition(
 )
 
 
+#: A dialog whose last turn sent six guards out for eight hours.
+PATROLLED = [
+    {"role": "user", "content": "Six guards to the temple for eight hours."},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
+     "function": {"name": "send_patrol", "arguments": {"guards": 6, "hours": 8}}}]},
+    {"role": "tool", "tool_call_id": "c0", "name": "send_patrol", "content": "ok"},
+]  # fmt: skip
+
+
 def test_spans_of_hours_are_the_hours_count_and_no_other() -> None:
     guards, hours = PATROL.parameters
     line = "Send four men down to the docks for a couple of hours."
@@ -1740,14 +1755,8 @@ def test_spans_of_hours_are_the_hours_count_and_no_other() -> None:
 
 
 def test_more_of_a_call_changes_its_first_count_and_keeps_the_others() -> None:
-    patrolled = [
-        {"role": "user", "content": "Six guards to the temple for eight hours."},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
-         "function": {"name": "send_patrol", "arguments": {"guards": 6, "hours": 8}}}]},
-        {"role": "tool", "tool_call_id": "c0", "name": "send_patrol", "content": "ok"},
-    ]  # fmt: skip
     lines = ("Actually, add two more guards to that.", "Two more guards for three hours.")
-    calls = _calls_after([PATROL, GIVE], [(line, patrolled) for line in lines])
+    calls = _calls_after([PATROL, GIVE], [(line, PATROLLED) for line in lines])
     assert [c.arguments for c in calls] == [{"guards": 2, "hours": 8}, {"guards": 2, "hours": 3}]
 
 
@@ -1837,14 +1846,8 @@ def test_a_party_is_counted_and_a_span_said_whole_or_against_the_last_call() -> 
     assert sn.numbers("My brother and I.", guests) == [2]
     assert sn.numbers("me and my wife", COUNT) == []  # a count of things counts no party
     assert sn.numbers("A room for a whole day and night.", hours) == [24]
-    patrolled = [
-        {"role": "user", "content": "Six guards to the temple for eight hours."},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function",
-         "function": {"name": "send_patrol", "arguments": {"guards": 6, "hours": 8}}}]},
-        {"role": "tool", "tool_call_id": "c0", "name": "send_patrol", "content": "ok"},
-    ]  # fmt: skip
     lines = ("And send guards for twice as long.", "And send twice as many guards.")
-    calls = _calls_after([PATROL, GIVE], [(line, patrolled) for line in lines])
+    calls = _calls_after([PATROL, GIVE], [(line, PATROLLED) for line in lines])
     assert [c.arguments["hours"] for c in calls] == [16, 8]
     assert calls[1].arguments["guards"] == 12
 
@@ -1868,3 +1871,39 @@ def test_a_place_goes_on_with_the_street_it_is_on() -> None:
 def test_like_is_no_word_of_a_side() -> None:
     hot = "heat it as hot as the boilers allow, for those who like it scalding"
     assert sw.polar_words(hot, "I'd like a soak, not too warm.") == 0
+
+
+def test_an_explanation_may_open_with_any_verb() -> None:
+    jobs = (
+        "The work: 'roustabout' hauls canvas and raises the big top; 'barker' stands at the "
+        "gate calling in the crowds; 'groom' mucks out the animals."
+    )
+    enum = ["roustabout", "barker", "groom"]
+    assert sv.explained(jobs, enum, "I can haul canvas and raise the top.") == ["roustabout"]
+
+
+def test_asking_to_be_told_is_talk_and_a_want_anywhere_is_an_order() -> None:
+    sure = FixedRequest(0.8)
+    assert run(sure, node(tools=[PASS_MESSAGE]), "Tell me a joke, friend.")["calls"] == []
+    unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    (call,) = run(unsure, node(), "It's my birthday and we'd love two apples.")["calls"]
+    assert call.tool_name == "give_item"
+
+
+def test_whom_a_line_asks_to_be_told_and_an_enum_pointed_to() -> None:
+    recipient = PASS_MESSAGE.parameters[0]
+    line = "Run into town and let Mistress Harrow at the bakery know that we need buns."
+    fill = ss.Fill("", "", ", ", line, frozenset({"pass", "message"}), False)
+    assert ss.string_values(fill, recipient) == ["Mistress Harrow at the bakery"]
+    feed = tl.ToolDefinition(
+        "feed_animal",
+        "Have an animal fed.",
+        [tl.ToolParamDefinition("animal", "string", "'ghost' is the white tiger; 'bramble' is "
+                                "the brown bear.", enum=["ghost", "bramble"])],
+    )  # fmt: skip
+    asked = [
+        {"role": "user", "content": "Who is the hungriest tonight?"},
+        {"role": "assistant", "content": "That'll be Bramble, our dancing bear."},
+    ]
+    (call,) = _calls_after([feed], [("Then feed him.", asked)])
+    assert call.arguments == {"animal": "bramble"}

@@ -87,10 +87,10 @@ from dataclasses import dataclass
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from ....inference.base import ModelBackend
 from ...dialog.projection import Interaction
-from .booleans import phrases as boolean_phrases
 from .calibration import (
     URGENCY_WEIGHT,
     best,
+    boolean_phrases,
     calibrated_scores,
     is_urgency,
     one_line,
@@ -98,7 +98,7 @@ from .calibration import (
     says_unhurried,
     urgency_margin,
 )
-from .numbers import TIME_UNITS, counts_time, is_count, numbers, says_one, singular
+from .numbers import TIME_UNITS, against_last, counts_time, is_count, numbers, says_one, singular
 from .strings import CORRECTION, MESSAGE, Fill, is_message, string_values
 from .values import (
     FILLER,
@@ -146,12 +146,8 @@ _DENIED = re.compile(
     r"[^,.;:!?]*",
     re.IGNORECASE,
 )
-#: A count said against the last call's: "twice as long", "three times as many".
-_TIMES = re.compile(
-    r"\b(?P<factor>twice|two times|three times|thrice|half)\s+as\s+(?P<what>long|many|much)\b",
-    re.IGNORECASE,
-)
-_FACTORS = {"twice": 2, "two times": 2, "three times": 3, "thrice": 3, "half": 0.5}
+#: Someone or something a line points to without naming it.
+_PRONOUN = re.compile(r"\b(?:him|her|it|them)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +263,13 @@ async def _fill(
         # across the deep sand to Tal Harir": "my brother is sick in Tal Harir"), else an
         # earlier call's ("Actually, one way only." keeps the dunes).
         said = said or explained(param.description, enum, line)
+        # Else, for "him" or "it", the one the last exchange named ("Then give him four
+        # portions." after "that'll be Bramble, our dancing bear").
+        if not said and fill.spoken and _PRONOUN.search(line):
+            spoken = fill.spoken
+            said = [v for v in enum if _says(v, spoken)] or explained(
+                param.description, enum, spoken
+            )
         kept = [v for v in fill.earlier if v in enum]
         if not said and kept:
             return kept[-1], math.nan
@@ -338,15 +341,9 @@ async def _fill(
         counts = [v for v in fill.earlier if is_count(v)]
         # "Twice as long" as the last call is twice its span of time; "twice as many" twice
         # its count.
-        times = _TIMES.search(line)
         last = counts[-1] if counts else None
-        if (
-            isinstance(last, int | float)
-            and times
-            and (times["what"].lower() == "long") == counts_time(param)
-        ):
-            value = last * _FACTORS[times["factor"].lower()]
-            return (round(value) if param.type == "integer" else value), math.nan
+        if isinstance(last, int | float) and (said_against := against_last(line, param, last)):
+            return said_against, math.nan
         # A correction's number is the call's first count ("Make that six." after four
         # dockhands for two days: six dockhands), as is one asking for more ("Add two more
         # men to that."); a later count stays unless it says its own unit ("Make it three

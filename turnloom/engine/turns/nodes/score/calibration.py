@@ -1,5 +1,6 @@
 """Choosing among texts by likelihood with the model's bias taken out: the primitive the
-`score` decision's tool and argument choices share (`decision`, `arguments`).
+`score` decision's tool and argument choices share (`decision`, `arguments`); and what a
+boolean argument's description says each value means (`boolean_phrases`).
 
 Raw likelihoods mostly measure the model's taste for a label, so each choice's score is taken
 relative to its average probability after content-free lines ("N/A", "", "[MASK]": Zhao et
@@ -36,12 +37,14 @@ from collections.abc import Sequence
 from ....graph.params import ToolParamDefinition
 from ....inference.base import ModelBackend
 from .values import WORD, words
+from .words import phrase_words
 
 __all__ = [
     "URGENCY_CALIBRATION",
     "URGENCY_EXAMPLES",
     "URGENCY_WEIGHT",
     "best",
+    "boolean_phrases",
     "calibrated_scores",
     "is_urgency",
     "one_line",
@@ -228,3 +231,33 @@ async def _urgency_raw(backend: ModelBackend, line: str, agent_id: int) -> float
     text = prompt(URGENCY_EXAMPLES, line, "\nNPC:")
     urgent, calm = await backend.score_choices(text, _URGENCY_CHOICES, agent_id=agent_id)
     return urgent - calm
+
+
+_BOOLEAN_PHRASES = re.compile(
+    r"\btrue\s*(?:to|if|when|=|:|means)\s+(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
+    r"|\bfalse\s*(?:to|if|when|=|:|means)\s+(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
+    re.IGNORECASE,
+)
+#: Where a tool's description offers two things to do ("Light the torch or put it out.").
+_ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
+
+
+def boolean_phrases(description: str, tool_description: str = "") -> tuple[str, str]:
+    """What a boolean's description says each value means: ("light it", "put it out") for
+    "true to light it, false to put it out"; "" where it does not say.
+
+    Where it says one side only ("true to light it."), the other is the tool's other
+    alternative when its description offers two ("Light the torch or put it out.": "put it
+    out"): without it, nothing in the line speaks for false, and "Put out the torch." lights
+    it."""
+    said = {"true": "", "false": ""}
+    for found in _BOOLEAN_PHRASES.finditer(description):
+        said[found.lastgroup or ""] = found.group(found.lastgroup or 0)
+    known = said["true"] or said["false"]
+    if known and not (said["true"] and said["false"]):
+        sides = _ALTERNATIVES.split(one_line(tool_description).rstrip(". "), maxsplit=1)
+        if len(sides) == 2:
+            first, second = (phrase_words(known, side) for side in sides)
+            if first != second:
+                said["false" if said["true"] else "true"] = sides[1] if first > second else sides[0]
+    return said["true"], said["false"]

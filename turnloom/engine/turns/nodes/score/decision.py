@@ -63,11 +63,12 @@ from ....inference.base import ModelBackend
 from ....tools.parsing import ParsedCall, ParseOutcome
 from ...dialog.projection import Interaction
 from .arguments import fill_arguments
-from .calibration import best, calibrated_scores, one_line
+from .calibration import best, calibrated_scores
 from .errands import place_words, telling_words
 from .request import SURE, request_margin
 from .sentences import sentences
-from .values import FILLER, MORE, WORD, enum_values, spelled
+from .tool_prompt import tool_header, tool_labels
+from .values import MORE, WORD, enum_values
 from .words import (
     WORDS_WEIGHT,
     counted_words,
@@ -93,15 +94,6 @@ DECISIONS = ("", "generate", "score")
 
 #: Types the score decision can fill; a tool with another (array, object) makes it generate.
 _SCORABLE_TYPES = frozenset({"string", "boolean", "integer", "number"})
-_NO_TOOL_EXAMPLES = ("Hello there, how are you?", "Tell me about this town.", "What a nice day.")
-#: Remarks that mention a tool's object without asking for anything. Statements, not
-#: questions: a tool that looks something up is asked for by a question ("Do you sell swords?").
-_REMARKS = (
-    "I once saw a {} like that.",
-    "My uncle told me about a {}.",
-    "The {} here is old.",
-    "I dreamt about a {} last night.",
-)
 #: A tool whose description starts with one of these finds something out: a question calls it.
 _LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "read", "inspect"})
 #: A question with one of these asks for something ("Could you unlock my chest?"); without,
@@ -131,16 +123,22 @@ _OPENS_AS_TALK = re.compile(
     r"greetings|good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
     re.IGNORECASE,
 )
+#: A line asking the NPC to tell or teach the player something: answered in words.
+_TELL_ME = re.compile(r"\W*(?:please\W+)?(?:tell|teach)\s+(?:me|us)\b", re.IGNORECASE)
 #: A line that opens by taking leave ("Farewell, Hesper.", "Goodbye, and mind the shaft.").
 _FAREWELL = re.compile(rf"\W*(?:{_FAREWELLS})\b", re.IGNORECASE)
 #: Where a clause ends: "Goodbye, and walk north." is "Goodbye" and "walk north".
 _CLAUSES = re.compile(r"[,.;:!?]+\s*(?:and\s+)?")
 #: A sentence saying what the speaker wants ("I'll buy a sack of dates.", "We need someone to
 #: lead us...", "I'd like the blue one."): an order in the speaker's words.
-_I_WANT = r"(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take{})\b"
-_WANTS = re.compile(r"\W*" + _I_WANT.format("|have"), re.I)
-#: What the speaker wants, said anywhere in a sentence ("My back aches and I'd like an hour").
-_WANTED = re.compile(r"\b" + _I_WANT.format(""), re.I)
+_WANTS = re.compile(
+    r"\W*(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:like|want|need|buy|take|have)\b", re.I
+)
+#: What the speaker wants, said anywhere in a sentence ("My back aches and I'd like an hour",
+#: "we'd love a private show"; not "I love the smell of a torch").
+_WANTED = re.compile(
+    r"\b(?:i|we)(?:'d|\s+would)\s+(?:like|love)\b|\b(?:i|we)\s+(?:want|need)\b", re.I
+)
 #: A question written without its question mark ("what do all those flags mean").
 _ASKED = re.compile(
     r"\W*(?:what|how|why|where|when|who|which)"
@@ -229,7 +227,9 @@ async def decide_by_score(
         # alone (the request step asks only those after the first).
         asks = max(asks, await request_margin(backend, said[0], agent_id, after_call=after))
         diagnostics["request"] = round(asks, 3)
-    ordered = any(orders) or counts_in_units(tools, line)
+    # So does a line that says what the player wants anywhere ("Our guild's feast is on
+    # Thursday and we'd love a private show."), where the request step is unsure.
+    ordered = any(orders) or bool(_WANTED.search(line)) or counts_in_units(tools, line)
     # Right after a call, a line that goes on with "And..." adds to that request ("And her
     # sister ship right behind, the Sea Swallow.").
     goes_on = last_call is not None and _GOES_ON.match(line) is not None
@@ -241,6 +241,8 @@ async def decide_by_score(
     corrects = last_call is not None and _CORRECTS.match(line) is not None
     requested = requested or same
     if _OPENS_AS_TALK.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
+        requested = False
+    if _TELL_ME.match(line):  # "Tell me a joke, ringmaster.": answered in words
         requested = False
     # What follows a farewell is a wish, however much it reads as an order ("Farewell,
     # Hesper. Keep the boilers burning."), unless it opens with a tool's verb ("Goodbye, and
@@ -269,10 +271,10 @@ async def decide_by_score(
         # step read within `SURE` of its boundary ("And the crown as well." after a prop).
         chosen, lead = names.index(last_call), max(asks, SURE) if same or goes_on else asks
     else:
-        labels = _labels(tools)
+        labels = tool_labels(tools)
         choices = [f" {label}\n" for label in labels]
         scores = await calibrated_scores(
-            backend, _header(tools, labels), "\nAction:", choices, line, agent_id
+            backend, tool_header(tools, labels), "\nAction:", choices, line, agent_id
         )
         # The people it names count for the tools that take a person, but do not stop a
         # follow-up ("And the same for his brother Aldo."): only the tools' own words do.
@@ -324,52 +326,3 @@ def _last_call(past: Interaction) -> str | None:
 def _looks_up(tool: ToolDefinition) -> bool:
     first = WORD.findall(tool.description.lower())[:1]
     return bool(first) and first[0] in _LOOKUP_VERBS
-
-
-def _labels(tools: Sequence[ToolDefinition]) -> list[str]:
-    """What the prompt calls each tool, then the no-tool option (always last).
-
-    Names are spelled as words ("open_door" -> "open door"): a small model knows words far
-    better than identifiers. "talk" names the no-tool option, which the prompt's examples of
-    plain talk then match better than an abstract "none".
-    """
-    words = [" ".join(spelled(tool.name).split()) for tool in tools]
-    if len({w.lower() for w in words}) < len(words) or not all(words):
-        words = [tool.name for tool in tools]
-    taken = {w.lower() for w in words}
-    none = next(label for label in ("talk", "just talk", "no tool") if label not in taken)
-    return [*words, none]
-
-
-def _header(tools: Sequence[ToolDefinition], labels: list[str]) -> str:
-    """The few-shot examples, twice: with the tools in their declared order, then reversed.
-
-    A small model favours the label of the examples nearest the line (recency bias), which
-    calibration does not cancel; with both orders every tool is once near the line.
-    """
-    ordered = _examples(tools, labels)
-    if len(tools) < 2:
-        return ordered
-    return ordered + _examples(list(reversed(tools)), [*reversed(labels[:-1]), labels[-1]])
-
-
-def _examples(tools: Sequence[ToolDefinition], labels: list[str]) -> str:
-    """Per tool, its description said by the player (that tool) and two remarks about its
-    object (no tool, so words alone do not make a call); plain talk around."""
-    none = labels[-1]
-    examples = [(_NO_TOOL_EXAMPLES[0], none)]
-    for i, (tool, label) in enumerate(zip(tools, labels, strict=False)):
-        said = one_line(tool.description) or label
-        topic = _topic(tool, label)
-        examples.append((said, label))
-        for k in (0, 2):
-            remark = _REMARKS[(i + k) % len(_REMARKS)].format(topic)
-            examples.append((remark, none))
-    examples += [(said, none) for said in _NO_TOOL_EXAMPLES[1:]]
-    return "".join(f"Player: {said}\nAction: {action}\n" for said, action in examples)
-
-
-def _topic(tool: ToolDefinition, label: str) -> str:
-    """The last notable word of a tool's description (its object, usually), else its label."""
-    notable = [w for w in WORD.findall(tool.description) if len(w) >= 4 and w.lower() not in FILLER]
-    return (notable[-1] if notable else label.split()[-1]).lower()

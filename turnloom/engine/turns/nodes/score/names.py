@@ -1,20 +1,25 @@
 """Names of people and things in a player's line (or in what the dialog said just before),
 for the free-text arguments of the `score` decision (`strings`): capitalised runs that open no
 sentence, the subject that opens one, someone described instead of named, someone pointed
-to ("him", "her"), and the street a place is on.
+to ("him", "her"), the street a place is on, and whose something is.
 """
 
 from __future__ import annotations
 
 import re
 
-from .values import FILLER, is_number
+from ....graph.params import ToolParamDefinition
+from .values import FILLER, declared_words, is_number
 
 __all__ = [
     "DESCRIBED",
+    "KIN",
+    "LET_KNOW",
     "NAMED",
     "POINTED",
     "capitalised",
+    "is_owner",
+    "owns",
     "proper_names",
     "subjects",
     "with_street",
@@ -61,6 +66,17 @@ DESCRIBED = re.compile(
 )
 
 
+#: Whom a line asks to be told something: "let Mistress Harrow at the bakery know".
+LET_KNOW = re.compile(r"\blet\s+(?!me\b|us\b)((?:[\w'-]+\s+){1,6}?)know\b", re.IGNORECASE)
+
+
+#: Someone a line may name right after saying who they are to someone ("her sister, Wenna").
+KIN = (
+    r"(?:sister|brother|wife|husband|son|daughter|mother|father|friend|cousin|uncle|aunt|"
+    r"nephew|niece|partner|master|mistress|apprentice|servant)s?"
+)
+
+
 def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
     """The names of people or things `text` says, in its order: capitalised words not opening
     a sentence, or two or more opening one ("Sergeant Bram and his lads."), not a word to
@@ -81,3 +97,13 @@ def with_street(line: str, place: str) -> str:
     market" in "at the fish market on Cobble Lane": "fish market on Cobble Lane")."""
     found = re.search(rf"{re.escape(place)}\s+(?:on|in|by)\s+(?:the\s+)?{NAMED.pattern}", line)
     return found.group(0) if found is not None else place
+
+
+def is_owner(param: ToolParamDefinition) -> bool:
+    """Whether a string argument is whose something is ("The name of the horse's owner.")."""
+    return "owner" in declared_words(param)
+
+
+def owns(line: str, value: str) -> bool:
+    """Whether `line` says `value` owns something: "'s" right after it ("Widow Greaves's")."""
+    return re.search(rf"{re.escape(value)}'s?(?![\w'-])", line) is not None

@@ -13,6 +13,7 @@ from ....graph.params import ToolParamDefinition
 __all__ = [
     "COUNTS",
     "TIME_UNITS",
+    "against_last",
     "counts_days",
     "counts_people",
     "counts_time",
@@ -280,3 +281,21 @@ def _ordinal(word: str) -> int | None:
 def singular(word: str) -> str:
     """A plural noun's singular, as far as counting needs ("dozens", "crates")."""
     return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+#: A count said against the last call's: "twice as long", "three times as many".
+_TIMES = re.compile(
+    r"\b(?P<factor>twice|two times|three times|thrice|half)\s+as\s+(?P<what>long|many|much)\b",
+    re.IGNORECASE,
+)
+_FACTORS = {"twice": 2, "two times": 2, "three times": 3, "thrice": 3, "half": 0.5}
+
+
+def against_last(line: str, param: ToolParamDefinition, last: float) -> float | None:
+    """The count `line` says against the last call's `last` of `param`, or None: "twice as
+    long" for a span of time, "twice as many" for a count of things."""
+    times = _TIMES.search(line)
+    if times is None or (times["what"].lower() == "long") != counts_time(param):
+        return None
+    value = last * _FACTORS[times["factor"].lower()]
+    return round(value) if param.type == "integer" else value

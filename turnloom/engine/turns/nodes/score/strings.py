@@ -11,7 +11,18 @@ import re
 from dataclasses import dataclass
 
 from ....graph.params import ToolParamDefinition
-from .names import DESCRIBED, POINTED, capitalised, proper_names, subjects, with_street
+from .names import (
+    DESCRIBED,
+    KIN,
+    LET_KNOW,
+    POINTED,
+    capitalised,
+    is_owner,
+    owns,
+    proper_names,
+    subjects,
+    with_street,
+)
 from .numbers import singular
 from .values import (
     FILLER,
@@ -201,8 +212,11 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
             found = [v for v in found if _titled(fill.line, v)] or found
     # An owner is the one the line says something is of: "The magistrate's horse", "board
     # mistress odile's mare".
-    if _is_owner(param):
-        found = [v for v in found if _owns(fill.line, v)] or found
+    if is_owner(param):
+        found = [v for v in found if owns(fill.line, v)] or found
+    # Whom the line asks to be told is the one: "let Mistress Harrow at the bakery know".
+    if takes_person(param) and (told := LET_KNOW.search(fill.line)) is not None:
+        return [told.group(1).strip()]
     # One the line calls "him" or "her" ("Then send a runner to him.") and names no one
     # itself is the one the last exchange named ("Sergeant Bram and his lads.").
     pointed = whom and fill.spoken and POINTED.search(fill.line)
@@ -238,16 +252,6 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
             return kept[-1:]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
-
-
-def _is_owner(param: ToolParamDefinition) -> bool:
-    """Whether a string argument is whose something is ("The name of the horse's owner.")."""
-    return "owner" in declared_words(param)
-
-
-def _owns(line: str, value: str) -> bool:
-    """Whether `line` says `value` owns something: "'s" right after it ("Widow Greaves's")."""
-    return re.search(rf"{re.escape(value)}'s?(?![\w'-])", line) is not None
 
 
 #: Words a place follows ("all the way from Hollin Cross", "bound for Port Amberly"), and
@@ -320,15 +324,8 @@ def _addressed(line: str, value: str, name: str) -> bool:
     thing = _thing(name)
     # "the white one, Son of the Wind.": "one" stands for the thing too; "her sister, Wenna
     # Orrey." names the sister.
-    things = rf"(?:{re.escape(thing)}s?|one|{_KIN})" if thing else f"(?:one|{_KIN})"
+    things = rf"(?:{re.escape(thing)}s?|one|{KIN})" if thing else f"(?:one|{KIN})"
     return re.search(rf"\b{things}{said}", line, re.I) is None
-
-
-#: Someone a line may name right after saying who they are to someone ("her sister, Wenna").
-_KIN = (
-    r"(?:sister|brother|wife|husband|son|daughter|mother|father|friend|cousin|uncle|aunt|"
-    r"nephew|niece|partner|master|mistress|apprentice|servant)s?"
-)
 
 
 def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:

@@ -108,13 +108,15 @@ def enum_values(param: ToolParamDefinition) -> tuple[str, ...]:
 def explained(description: str, enum: Sequence[str], line: str) -> list[str]:
     """The declared values whose explanation in `description` ("dunes = east across the deep
     sand to Tal Harir; wadi = north along ...", "merchant for the merchant quay, fishing for
-    ...", "'brine' is the sea-water pool") shares the most words with `line`, the words every
-    explanation has aside; [] if none shares any."""
+    ...", "'brine' is the sea-water pool", "'roustabout' hauls canvas") shares the most words
+    with `line`, the words every explanation has aside; [] if none shares any."""
     at = sorted(
         (m.start(), m.end(), value)
         for value in enum
         for m in re.finditer(
-            rf"\b{re.escape(value)}['\"]?\s*(?:=|:|-|for\b|means\b|is\b)", description
+            rf"\b{re.escape(value)}['\"]?\s*(?:=|:|-|for\b|means\b|is\b)"
+            rf"|['\"]{re.escape(value)}['\"]\s",  # "'roustabout' hauls canvas"
+            description,
         )
     )
     told: dict[str, set[str]] = {}

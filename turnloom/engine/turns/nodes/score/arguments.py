@@ -280,6 +280,9 @@ async def _fill(
         values = (True, False)
         # What its description says each value means ("true to light it, false to put it out").
         phrases = boolean_phrases(param.description, fill.tool_description)
+        # Its own name's words, and what the line says only to deny it ("won't be returning").
+        flag = {w.lower() for w in WORD.findall(spelled(param.name))}
+        denied = " ".join(m.group(0) for m in _DENIED.finditer(line))
         # A correction that names the flag says it: "Actually, make it urgent" is urgent,
         # "make it not urgent" is not, whatever the earlier call said.
         corrected = CORRECTION.search(line)
@@ -287,8 +290,7 @@ async def _fill(
         if spelled(param.name).lower() in said:
             return "not" not in said, math.nan
         # So does a line that denies it by name: "Shut the east gate, but don't bar it."
-        flag = {w.lower() for w in WORD.findall(spelled(param.name))}
-        if flag <= {w.lower() for m in _DENIED.finditer(line) for w in WORD.findall(m.group(0))}:
+        if flag <= {w.lower() for w in WORD.findall(denied)}:
             return False, math.nan
         # So does one that says a side of it: "Actually, make it properly hot." against "true
         # means heat it as hot as the boilers allow".
@@ -308,11 +310,10 @@ async def _fill(
             # The tool's own words are said whichever value is meant ("Hire a guide"): a
             # side is told by the rest of its phrase, this argument's own name with it ("the
             # person must be brought in alive" for `alive_only`: "taken alive").
-            avoid = fill.avoid - {w.lower() for w in WORD.findall(spelled(param.name))}
+            avoid = fill.avoid - flag
             told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
             # What the line says of one side only to deny it counts for the other ("I won't
             # be returning" against "true = the guide returns with them").
-            denied = " ".join(m.group(0) for m in _DENIED.finditer(line))
             plain = _DENIED.sub("", line)
             sides = [polar_words(p, plain) + o for p, o in zip(told, opposed, strict=True)]
             against = [polar_words(p, denied) for p in told]

@@ -232,13 +232,13 @@ async def decide_by_score(
     ordered = any(orders) or bool(_WANTED.search(line)) or counts_in_units(tools, line)
     # Right after a call, a line that goes on with "And..." adds to that request ("And her
     # sister ship right behind, the Sea Swallow.").
-    goes_on = last_call is not None and _GOES_ON.match(line) is not None
+    goes_on = after and _GOES_ON.match(line) is not None
     ordered = ordered or goes_on
     requested = asks > 0 or (not question and asks > -SURE and ordered)
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
-    same = last_call is not None and _SAME.match(line) is not None
-    corrects = last_call is not None and _CORRECTS.match(line) is not None
+    same = after and _SAME.match(line) is not None
+    corrects = after and _CORRECTS.match(line) is not None
     requested = requested or same
     if _OPENS_AS_TALK.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
         requested = False

@@ -92,6 +92,33 @@ def test_agents_pausing_together_are_one_group_and_told_after_it(store_spec: Sto
     asyncio.run(main())
 
 
+def test_the_engine_hears_once_a_group_is_told(store_spec: StoreSpec) -> None:
+    """After every group written in a loop callback of its own, once all its writers were
+    told, the engine's `after_rests_told` runs (a server sends their frames then)."""
+    events: list[tuple[str, int]] = []
+
+    async def main() -> None:
+        store = recording(open_store(store_spec()), events)
+        async with tl.AsyncEngine(scenario.model(), clock=tl.VirtualClock(), store=store) as e:
+            e.core.after_rests_told = lambda: events.append(("after", 0))
+            agents = [await e.create_agent(scenario.graph("pause")) for _ in range(4)]
+            for agent in agents:
+                agent.set_on_paused(
+                    lambda node, route, i=agent.agent_id: events.append(("told paused", i))
+                )
+            events.clear()
+            steps = await asyncio.gather(*(agent.send_message("hi") for agent in agents))
+            assert all(step.paused for step in steps)
+        told = [i for i, event in enumerate(events) if event[0] == "told paused"]
+        assert len(told) == 4
+        for at in told:  # each tell is followed by the hook before the next group is stored
+            rest = events[at + 1 :]
+            after = rest.index(("after", 0))
+            assert all(kind != "stored" for kind, _ in rest[:after]), events
+
+    asyncio.run(main())
+
+
 def test_a_wait_during_the_write_sees_the_step_only_once_it_is_stored(
     store_spec: StoreSpec,
 ) -> None:

@@ -79,6 +79,32 @@ def test_a_durable_agent_is_attached_from_a_new_connection_and_resumes_as_if_nev
     assert server.call(lambda: sorted(server.server.engine_core.agents)) == []
 
 
+def test_a_stored_pause_is_written_to_its_client_by_the_write_that_stored_it(
+    server: BackgroundServer,
+) -> None:
+    """The frames a group's tells queue (a durable agent's Paused, its completion) leave in the
+    loop callback that wrote the group, not in the next iteration behind whatever requests
+    arrived meanwhile."""
+    core, wire = server.server.engine_core, server.server
+    groups: list[tuple[list[int], list[int]]] = []  # sessions waiting before / after
+    send_now = core.after_rests_told
+    assert send_now is not None
+
+    def noted() -> None:
+        before = [session.session_id for session in wire.unsent]
+        send_now()
+        groups.append((before, [session.session_id for session in wire.unsent]))
+
+    server.call(lambda: setattr(core, "after_rests_told", noted))
+    with tl.connect(*server.address) as remote:
+        agent = remote.create_agent(scenario.graph("pause"), durable=True)
+        assert agent.send_message("hi").pause is not None
+        assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+    # The pause and the completion each waited in their session, and left with the write.
+    assert len([before for before, _ in groups if before]) >= 2, groups
+    assert all(after == [] for _, after in groups), groups
+
+
 def test_a_wrong_token_or_an_unknown_agent_is_the_same_3001_and_names_no_token(
     server: BackgroundServer,
 ) -> None:

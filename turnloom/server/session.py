@@ -48,6 +48,9 @@ class SessionHost(Protocol):
     auth: AuthKey | None
     #: The open sessions by id (an attach takes an agent from the one holding it).
     sessions: dict[int, Session]
+    #: The sessions with frames waiting for their loop iteration's write (`Session.send`), in
+    #: the order they queued them (the keys; the values are None).
+    unsent: dict[Session, None]
 
     @property
     def engine_core(self) -> EngineCore:
@@ -258,11 +261,13 @@ class Session(asyncio.Protocol, SessionAnswers):
         self._pending.append(data)
         if self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+            self.server.unsent[self] = None
 
     def _flush(self) -> None:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+            self.server.unsent.pop(self, None)
         if not self._pending or self.transport is None or self.transport.is_closing():
             self._pending.clear()
             return
@@ -364,3 +369,12 @@ class Session(asyncio.Protocol, SessionAnswers):
         self.send({"type": "AgentDetached", "agent_id": agent_id, "reason": reason})
 
     # --- requests ----------------------------------------------------------------------------
+
+
+def send_unsent(server: SessionHost) -> None:
+    """Write now the frames every session of `server` queued for its iteration's write."""
+    unsent = server.unsent
+    while unsent:
+        session = next(iter(unsent))
+        del unsent[session]
+        session._flush()

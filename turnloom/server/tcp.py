@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from functools import partial
 from ssl import SSLContext
 
 from ..engine.core import EngineCore
@@ -23,7 +24,7 @@ from ..protocol.frames import DEFAULT_HOST, DEFAULT_PORT
 from .auth import AuthKey
 from .limits import ServerLimits, is_loopback
 from .quotas import SessionMeter, SessionQuota, metered
-from .session import Session
+from .session import Session, send_unsent
 
 log = get_logger("turnloom.server")
 
@@ -50,6 +51,8 @@ class Server:
         if self.auth is not None and not isinstance(self.auth, AuthKey):
             raise TypeError(f"auth_key must be a str or an AuthKey, got {type(auth_key).__name__}")
         self.sessions: dict[int, Session] = {}
+        #: Sessions with frames waiting for their iteration's write (see `SessionHost`).
+        self.unsent: dict[Session, None] = {}
         self.shutting_down = False
         self._session_ids = itertools.count(1)
         self._server: asyncio.Server | None = None
@@ -60,6 +63,8 @@ class Server:
         """Bind and start accepting (port 0 picks a free port; see `address`)."""
         await self.engine.__aenter__()  # binds the engine to this loop
         self.engine_core.on_lease_lost = self._lease_lost
+        # Pauses and completions told once stored go to their clients at once.
+        self.engine_core.after_rests_told = partial(send_unsent, self)
         if not is_loopback(host):
             log.warning(
                 "server.not_loopback",

@@ -94,7 +94,7 @@ class DurableAgentCore(AgentCore):
             return None
         writes = self.writes
         if writes is None or writes.store is not store:
-            writes = self.writes = write_queue(store, self.runtime.loop)
+            writes = self.writes = write_queue(store, self.runtime.loop, self.runtime.rests_told)
             self.stored_dialog = None  # another store: what it holds is not known
         try:
             if store.keeps_dialog_apart:

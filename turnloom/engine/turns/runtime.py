@@ -105,6 +105,10 @@ class Runtime:
         self.observers = ObserverList()
         #: The engine clock's time, as turn logs are stamped (`fast_now`).
         self.log_time: Callable[[], float] = self.clock.now
+        #: Run once the hosts of a group of stored rests have been told (a server writes the
+        #: frames those tells queued at once: they would otherwise wait behind the requests
+        #: that arrived meanwhile, and so would every client waiting for them).
+        self.after_rests_told: Callable[[], None] | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Attach the engine (and its clock) to the loop it runs on."""
@@ -120,6 +124,11 @@ class Runtime:
 
     def lease_lost(self, agent: Any) -> None:
         """End the copy of an agent another worker holds now (the engine core does)."""
+
+    def rests_told(self) -> None:
+        """The hosts of a group of stored rests have been told (see `after_rests_told`)."""
+        if self.after_rests_told is not None:
+            self.after_rests_told()
 
     def next_turn_id(self) -> int:
         """A turn id unique in this engine."""

@@ -104,9 +104,17 @@ class WriteQueue:
     (its writers, then what waited) on the loop when it is in, before the next one is sent; an
     event of an agent whose write is in flight waits behind it as behind a queued one."""
 
-    def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        store: Store,
+        loop: asyncio.AbstractEventLoop,
+        after_told: Callable[[], None] | None = None,
+    ) -> None:
+        """`after_told`: run once the writers of a group written in a loop callback of its own
+        have been told (a server sends what they queued for their hosts at once)."""
         self.store = store
         self.loop = loop
+        self.after_told = after_told
         #: The writes waiting, by agent id.
         self.pending: dict[int, list[Any]] = {}
         #: The group being written off the loop (empty when none is).
@@ -169,6 +177,8 @@ class WriteQueue:
         if self._flight is not None:  # the group in flight sends this one once it is in
             return
         self._write_pending()
+        if self.after_told is not None:
+            self.after_told()
 
     def _write_pending(self) -> None:
         """Write the queued group: off the loop if the store's writes wait (and the group is
@@ -207,6 +217,8 @@ class WriteQueue:
         self._told(batch, *_outcome(flight))
         if self.pending and not self._flush_scheduled and self._flight is None:
             self._write_pending()
+        if self.after_told is not None:
+            self.after_told()
 
     def flush(self) -> None:
         """Write now every snapshot on its way (the group in flight is waited for first), and
@@ -293,12 +305,15 @@ def _outcome(flight: Future[Collection[int]]) -> tuple[Collection[int], BaseExce
     return ((), error) if error is not None else (flight.result(), None)
 
 
-def write_queue(store: Store, loop: asyncio.AbstractEventLoop) -> WriteQueue:
-    """The write queue of `store` on `loop` (made on first use; one on another loop, left
-    from an engine that used the store before, is flushed and replaced)."""
+def write_queue(
+    store: Store, loop: asyncio.AbstractEventLoop, after_told: Callable[[], None] | None = None
+) -> WriteQueue:
+    """The write queue of `store` on `loop` (made on first use, with `after_told`: see
+    `WriteQueue`; one on another loop, left from an engine that used the store before, is
+    flushed and replaced)."""
     queue = store.queued
     if queue is None or queue.loop is not loop:
         if queue is not None:
             queue.stop()
-        queue = store.queued = WriteQueue(store, loop)
+        queue = store.queued = WriteQueue(store, loop, after_told)
     return queue

@@ -367,6 +367,7 @@ CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
 BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
 GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
 CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
+TAILOR = load_set(_DATA / "tailor_sealed.json")
 
 SETS = {
     s.name: s
@@ -390,5 +391,6 @@ SETS = {
         BATHHOUSE,
         GUARDHOUSE,
         CIRCUS,
+        TAILOR,
     )
 }

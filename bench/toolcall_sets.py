@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Nineteen sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Twenty sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -66,6 +66,12 @@ the tools' words ("the north door looks old") to catch a model that matches word
   of every run until it judged the work that followed guardhouse's judgement (hours, people
   named, described or pointed to, flags denied by name, questions with an aside, farewells,
   parties of people), a development set since.
+- **tailor** (`data/tailor_sealed.json`, 61 lines, 6 tools, a master tailor and dressmaker;
+  sha256 ee78f272f949751ec0eda07cdbcce8d2fc3800c1cca33a84701de899bd6a6fc2): written sealed the
+  same way (free-text values accept the words as the line says them), kept out of every run
+  until it judged the work that followed circus's judgement (explanations opening with any
+  verb, lines asking to be told something, recipients to let know, values pointed to, wants
+  said mid-sentence), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -367,7 +373,7 @@ CARAVAN = load_set(_DATA / "caravan_sealed.json", _JUDGED)
 BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
 GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
 CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
-TAILOR = load_set(_DATA / "tailor_sealed.json")
+TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -274,6 +274,9 @@ def test_examples_show_the_tools_in_both_orders_and_remarks_ask_nothing() -> Non
 def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
     assert sn.numbers("Hammer out a dozen nails", COUNT) == [12]
     assert sn.numbers("two pairs of boots", COUNT) == [4]
+    # A count said in pairs counts pairs.
+    pairs = tl.ToolParamDefinition("quantity", "integer", "How many to make (pairs, for trousers).")
+    assert sn.numbers("Three pairs of wool trousers.", pairs) == [3]
     assert sn.numbers("a horse for two weeks", DAYS) == [14]
     assert sn.numbers("a horse for two weeks", COUNT) == [2]  # not a count of days
     assert sn.numbers("Lend me a horse for a day", DAYS) == [1]
@@ -608,6 +611,10 @@ def test_a_boolean_reads_the_words_of_its_values_description() -> None:
     )
     assert sc.boolean_phrases("true if it cannot wait.") == ("it cannot wait", "")
     assert sc.boolean_phrases("Whether it is lit.") == ("", "")
+    assert sc.boolean_phrases("True for silver buttons; false for plain ones of horn.") == (
+        "silver buttons",
+        "plain ones of horn",
+    )
     assert sw.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here
 
 
@@ -1505,6 +1512,9 @@ def test_a_correction_right_after_a_call_repeats_that_call() -> None:
     # "Give" is a word of the other tool: a correction still corrects the last call.
     calls = _calls_after([HIRE, GIVE], [("Actually, make it five, give them a hand.", FOUR_HIRED)])
     assert [(c.tool_name, c.arguments["workers"]) for c in calls] == [("hire_hands", 5)]
+    # "them" and "those" correct as "it" and "that" do.
+    for line in ("Actually, make them plain wooden ones instead.", "No, make those blue."):
+        assert td._CORRECTS.match(line) and ss.CORRECTION.search(line)
 
 
 def test_a_name_of_several_words_joined_by_of_is_taken_whole() -> None:
@@ -1590,6 +1600,48 @@ def test_quoted_words_a_value_in_two_words_and_what_an_earlier_call_named() -> N
         earlier=("her cargo has been sold",), taken=frozenset({"crimson", "pike"}),
     )  # fmt: skip
     assert ss.string_values(fill, message) == ["her cargo has been sold"]
+
+
+def test_words_to_write_are_quoted_given_after_a_colon_or_after_what_they_are_called() -> None:
+    words = tl.ToolParamDefinition(
+        "message", "string", "The exact words, name or initials to stitch, as given."
+    )
+    avoid = {"embroider", "message"}
+    # Single quotes quote as double ones do; an apostrophe in a word is none.
+    assert sv.quoted("Embroider 'For Mira, always' on the cuff.") == ["For Mira, always"]
+    line = "Put 'Property of the Red Lantern Inn' on the aprons, please."
+    assert _read(words, line, avoid) == ["Property of the Red Lantern Inn"]
+    assert sv.quoted("Can you take in these trousers? No rush, I'm not wearing them.") == []
+    assert sv.quoted("The boys' coats are torn, and 'tis the season.") == []
+    # What a colon introduces is given as said.
+    line = "Could you stitch our family motto on this banner: Steady Hands, Steady Hearts?"
+    assert _read(words, line, avoid) == ["Steady Hands, Steady Hearts"]
+    # So are the capitalised words after what the description calls them.
+    line = "I'd like the words Happy Name-Day, Pell embroidered onto this handkerchief."
+    assert _read(words, line, avoid) == ["Happy Name-Day, Pell"]
+    line = "My initials, T.R.B., in the corner of the cloak, can you embroider that?"
+    assert _read(words, line, avoid) == ["T.R.B."]
+    assert sse.labelled(line, frozenset({"colour", "cloth"})) == []
+
+
+def test_what_needs_doing_is_the_order_as_the_line_gives_it() -> None:
+    work = tl.ToolParamDefinition(
+        "work", "string", "What needs doing and to which garment, in the customer's words."
+    )
+    avoid = {"mend", "garment", "work", "rush"}
+    for line, order in (
+        ("Can you take in these trousers? No rush.", "take in these trousers"),
+        ("Hem these trousers for me, would you? They drag in the mud.", "Hem these trousers"),
+        ("Please patch the hole in the elbow of my shirt \u2014 whenever you have time.",
+         "patch the hole in the elbow of my shirt"),
+        ("A button came off my waistcoat and the lining's torn \u2014 fix both by morning.",
+         "A button came off my waistcoat and the lining's torn"),
+    ):  # fmt: skip
+        assert sse.order_clause(line) == order
+        assert _read(work, line, avoid, numeric=False) == [order]
+    # An object to mend is no order: "mend my pickaxe" names the pickaxe.
+    item = tl.ToolParamDefinition("item", "string", "What to mend, e.g. 'pickaxe'.")
+    assert "Can you mend my pickaxe" not in _read(item, "Can you mend my pickaxe?", {"repair"})
 
 
 #: A tool whose enum's description explains each value, with a boolean said with "=".
@@ -1885,6 +1937,8 @@ def test_an_explanation_may_open_with_any_verb() -> None:
 def test_asking_to_be_told_is_talk_and_a_want_anywhere_is_an_order() -> None:
     sure = FixedRequest(0.8)
     assert run(sure, node(tools=[PASS_MESSAGE]), "Tell me a joke, friend.")["calls"] == []
+    line = "Could you tell me where the nearest inn is?"
+    assert run(sure, node(tools=[PASS_MESSAGE]), line)["calls"] == []
     unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
     (call,) = run(unsure, node(), "It's my birthday and we'd love two apples.")["calls"]
     assert call.tool_name == "give_item"

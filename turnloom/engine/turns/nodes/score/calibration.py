@@ -234,8 +234,8 @@ async def _urgency_raw(backend: ModelBackend, line: str, agent_id: int) -> float
 
 
 _BOOLEAN_PHRASES = re.compile(
-    r"\btrue\s*(?:to|if|when|=|:|means)\s+(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
-    r"|\bfalse\s*(?:to|if|when|=|:|means)\s+(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
+    r"\btrue\s*(?:to|if|when|for|=|:|means)\s+(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
+    r"|\bfalse\s*(?:to|if|when|for|=|:|means)\s+(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
     re.IGNORECASE,
 )
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").

@@ -123,8 +123,12 @@ _OPENS_AS_TALK = re.compile(
     r"greetings|good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
     re.IGNORECASE,
 )
-#: A line asking the NPC to tell or teach the player something: answered in words.
-_TELL_ME = re.compile(r"\W*(?:please\W+)?(?:tell|teach)\s+(?:me|us)\b", re.IGNORECASE)
+#: A line asking the NPC to tell or teach the player something ("Tell me a joke.", "Could you
+#: tell me where the nearest inn is?"): answered in words.
+_TELL_ME = re.compile(
+    r"\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\W+)?(?:tell|teach)\s+(?:me|us)\b",
+    re.IGNORECASE,
+)
 #: A line that opens by taking leave ("Farewell, Hesper.", "Goodbye, and mind the shaft.").
 _FAREWELL = re.compile(rf"\W*(?:{_FAREWELLS})\b", re.IGNORECASE)
 #: Where a clause ends: "Goodbye, and walk north." is "Goodbye" and "walk north".
@@ -149,7 +153,9 @@ _ASKED = re.compile(
 _ASKS_LEAVE = re.compile(r"\b(?:can|could|may|might)\s+i\s+ask\b", re.IGNORECASE)
 #: A line that corrects the last call ("Actually, make it Highcliff.", "No, make that six."):
 #: the same tool, its arguments read anew.
-_CORRECTS = re.compile(r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*make\s+(?:it|that)\b", re.I)
+_CORRECTS = re.compile(
+    r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*make\s+(?:it|that|them|those)\b", re.I
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,6 +151,9 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
     # The spans of time the argument counts in, if it counts time: days or hours.
     in_hours = "hour" in f"{param.name} {param.description}".lower()
     span_units = _DAYS if in_days else _HOURS if in_hours else {}
+    # A count said in pairs ("How many pairs of boots", "(pairs, for trousers)") is of
+    # pairs: "three pairs" is three, not six.
+    in_pairs = "pair" in {singular(w) for w in re.findall(r"[a-z]+", param.description.lower())}
     words: list[str] = []
     scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
     for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"
@@ -188,7 +191,7 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
         after += ["", "", ""]  # "a whole day" is a day
         unit = after[0]
         counted = unit in COUNTS
-        if counted:
+        if counted and not (in_pairs and unit == "pair"):
             value *= COUNTS[unit]
             if i and words[i - 1].lower() == "half":  # "half a dozen" is six
                 value /= 2

@@ -1,13 +1,21 @@
-"""How a player's line is cut before the `score` decision's request step asks about it
-(`request`): into sentences, without the thanks that closes it, without a sentence
-that only tells where the speaker will be.
+"""How a player's line is cut for the `score` decision: into sentences, without the thanks
+that closes it, without a sentence that only tells where the speaker will be (before the
+request step asks about it: `request`); the clause that gives the order, and the words given
+after what they are called (for a free-text argument: `strings`).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["WHERE_ONE_WILL_BE", "sentences", "without_thanks"]
+__all__ = [
+    "WHERE_ONE_WILL_BE",
+    "asked_order",
+    "labelled",
+    "order_clause",
+    "sentences",
+    "without_thanks",
+]
 
 
 #: Where one sentence ends and the next starts: a closing mark, then space; not the point of
@@ -46,3 +54,52 @@ def without_thanks(line: str) -> str:
     if closing is None:
         return line
     return closing["said"].rstrip(" ,;") + (closing["end"] or ".")
+
+
+def labelled(line: str, labels: set[str] | frozenset[str]) -> list[str]:
+    """The capitalised words a line gives after one of `labels` that names words to write
+    ("the words Happy Name-Day, Pell embroidered", "My initials, T.R.B., in the corner")."""
+    said = sorted(_LABELS & labels)
+    if not said:
+        return []
+    pattern = rf"\b(?i:{'|'.join(said)})\b,?\s+((?:[A-Z][\w.'-]*,?\s+)*[A-Z][\w.'-]*)"
+    return [m.group(1).strip(" ,") for m in re.finditer(pattern, line)]
+
+
+#: What a description may call the words to write ("The exact words, name or initials").
+_LABELS = frozenset(["words", "initials", "motto", "inscription", "letters", "name"])
+
+
+def asked_order(description: str, line: str) -> str:
+    """For an argument described as what needs doing ("What needs doing and to which
+    garment"), the order as the line gives it (`order_clause`); else ""."""
+    return order_clause(line) if _TO_DO.search(description) else ""
+
+
+#: A description of an argument that is what to do ("What needs doing", "what to do").
+_TO_DO = re.compile(r"\bneeds?\s+(?:to\s+be\s+)?do(?:ne|ing)\b|\bwhat\s+to\s+do\b", re.I)
+
+
+def order_clause(line: str) -> str:
+    """The clause of `line` that gives its order, without what asks politely around it: "take
+    in these trousers" in "Can you take in these trousers? No rush.", "Hem these trousers" in
+    "Hem these trousers for me, would you?"; "" if it has none of two words or more."""
+    for clause in _CLAUSE_END.split(line):
+        clause = _POLITE_START.sub("", clause.strip())
+        clause = _POLITE_END.sub("", clause).strip(" ,")
+        if len(clause.split()) >= 2:
+            return clause
+    return ""
+
+
+#: Where a clause of an order ends: a closing mark, a dash, a semicolon, or "would you" after
+#: a comma.
+_CLAUSE_END = re.compile(r"[.!?;]+(?:\s+|$)|\s+[\u2014\u2013-]+\s+|,\s*(?=would you\b)", re.I)
+#: What asks politely before an order: "Can you", "Could you please", "Please", "I need you to".
+_POLITE_START = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|please\s+|kindly\s+|just\s+"
+    r"|i\s+(?:need|want|would\s+like|'d\s+like)\s+you\s+to\s+)+",
+    re.IGNORECASE,
+)
+#: What asks politely after it: "for me", "please", "would you".
+_POLITE_END = re.compile(r"(?:[\s,]+(?:for\s+me|please|would\s+you))+\s*$", re.IGNORECASE)

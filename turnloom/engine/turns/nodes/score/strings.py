@@ -24,6 +24,7 @@ from .names import (
     with_street,
 )
 from .numbers import singular
+from .sentences import asked_order, labelled
 from .values import (
     FILLER,
     MORE,
@@ -47,7 +48,7 @@ __all__ = ["CORRECTION", "MESSAGE", "SAME_FOR", "Fill", "is_message", "string_va
 #: Words that make a string argument a message rather than an object ("What to carry" is one).
 MESSAGE = SENTENCE_WORDS - {"what"}
 #: A correction of the last call: "Actually, make it urgent", "Make that the blue one".
-CORRECTION = re.compile(r"\bmake (?:it|that)\s+([^,.;:!?]*)", re.IGNORECASE)
+CORRECTION = re.compile(r"\bmake (?:it|that|them|those)\s+([^,.;:!?]*)", re.IGNORECASE)
 #: A clause that gives a reason after an order: a comma (or "because"), then its own subject,
 #: someone else, and verb ("..., Ilsa sprained her ankle.", "..., he's gone home sick.",
 #: "because it's late", "..., my wife's gone into labour!"), to the sentence's end. Its words
@@ -119,9 +120,15 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     of the call took, then the values earlier calls gave it."""
     sentence = is_message(param)
     message = is_message(param, MESSAGE)  # "What to carry" is a sentence, not a message
-    longest = 8 if sentence else 4
-    if sentence and quoted(fill.line):  # the words it quotes are the message
+    # What a line quotes (or gives after a colon) is the message, not the person it is for.
+    said = sentence and "person" not in declared_words(param)
+    if said and quoted(fill.line):
         return quoted(fill.line)
+    if said and (given := labelled(fill.line, declared_words(param))):
+        return given  # "the words Happy Name-Day, Pell embroidered"
+    if order := asked_order(param.description, fill.line):  # "take in these trousers"
+        return [order]
+    longest = 8 if sentence else 4
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
     # Nor a declared value said in two words ("the dry dock" for "drydock").
     found = [v for v in found if "".join(WORD.findall(v)).lower() not in fill.avoid]

@@ -254,12 +254,18 @@ def clauses(line: str) -> list[str]:
 
 
 def quoted(line: str) -> list[str]:
-    """The words a line quotes, in double quotes ('tell them, "Hold the barge till dusk."')."""
-    return [q for m in _QUOTED.finditer(line) if (q := m.group(1).strip(" .,"))]
+    """The words a line quotes, in double or single quotes ('tell them, "Hold the barge till
+    dusk."', "Embroider 'For Mira, always' on the cuff."), or gives after a colon ("on this
+    banner: Steady Hands, Steady Hearts?")."""
+    found = [q for m in _QUOTED.finditer(line) if (q := (m.group(1) or m.group(2)).strip(" .,"))]
+    return found or [q for m in _AFTER_COLON.finditer(line) if (q := m.group(1).strip(" .,"))]
 
 
-#: Words in double quotes.
-_QUOTED = re.compile(r'"([^"]+)"')
+#: Words in double quotes, or in single ones (an apostrophe inside a word is no quote: "the
+#: smith's", "I'm").
+_QUOTED = re.compile(r'"([^"]+)"|(?<!\w)\'((?:[^\'\n]|(?<=\w)\'(?=\w))+)\'(?!\w)')
+#: What a colon introduces, to the end of its sentence.
+_AFTER_COLON = re.compile(r":\s+([^.!?;]+)")
 
 
 def spans(

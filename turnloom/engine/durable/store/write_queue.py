@@ -16,7 +16,10 @@ holds the agent then runs the writer's `write_refused` first; a write that fails
 
 What waits for a write is the writer's own record of what to tell (`Writer.tell`: for a
 durable agent, the pause or the completion it has yet to report), handed back to it once the
-group is in: one call per write, no callback object made per write.
+group is in: one call per write, no callback object made per write. Once a group written in
+a loop callback of its own is told, `after_told` runs: a server sends what the tells queued
+for its clients there and then, not in the loop's next iteration behind the requests that
+arrived meanwhile (their clients' next requests would wait with them).
 
 Where a group is written: on the loop, at once, unless the store's writes spend their time
 waiting rather than computing (an fsync at every commit, a Redis across the network): then a

@@ -66,6 +66,15 @@ class SessionHost(Protocol):
         ...
 
 
+def send_unsent(server: SessionHost) -> None:
+    """Write now the frames every session of `server` queued for its iteration's write."""
+    unsent = server.unsent
+    while unsent:
+        session = next(iter(unsent))
+        del unsent[session]
+        session._flush()
+
+
 class Session(asyncio.Protocol, SessionAnswers):
     """A client connection: its agents, its configuration, its outgoing bytes."""
 
@@ -369,12 +378,3 @@ class Session(asyncio.Protocol, SessionAnswers):
         self.send({"type": "AgentDetached", "agent_id": agent_id, "reason": reason})
 
     # --- requests ----------------------------------------------------------------------------
-
-
-def send_unsent(server: SessionHost) -> None:
-    """Write now the frames every session of `server` queued for its iteration's write."""
-    unsent = server.unsent
-    while unsent:
-        session = next(iter(unsent))
-        del unsent[session]
-        session._flush()

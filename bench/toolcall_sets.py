@@ -374,6 +374,7 @@ BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
 GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
 CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
 TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
+POSTOFFICE = load_set(_DATA / "postoffice_sealed.json")
 
 SETS = {
     s.name: s
@@ -398,5 +399,6 @@ SETS = {
         GUARDHOUSE,
         CIRCUS,
         TAILOR,
+        POSTOFFICE,
     )
 }

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Twenty-one sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -72,6 +72,12 @@ the tools' words ("the north door looks old") to catch a model that matches word
   until it judged the work that followed circus's judgement (explanations opening with any
   verb, lines asking to be told something, recipients to let know, values pointed to, wants
   said mid-sentence), a development set since.
+- **postoffice** (`data/postoffice_sealed.json`, 61 lines, 6 tools, the postmaster of a town's
+  post office and courier station; sha256
+  2e74b36432f2e140445f98b3326caeebe7c00b406d24844b9dacbe09e0f4467f): written sealed the same
+  way, kept out of every run until it judged the work that followed tailor's judgement (words
+  in single quotes or after a colon, what needs doing, "true for", counts in pairs), a
+  development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -374,7 +380,7 @@ BATHHOUSE = load_set(_DATA / "bathhouse_sealed.json", _JUDGED)
 GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
 CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
 TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
-POSTOFFICE = load_set(_DATA / "postoffice_sealed.json")
+POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

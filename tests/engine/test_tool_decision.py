@@ -1829,6 +1829,49 @@ def test_a_flag_denied_by_name_is_false_and_refuses_no_tool() -> None:
                                 "Close the east gate and bar it.": True})  # fmt: skip
 
 
+#: A tool whose boolean's true side is said in words a line may deny ("No wax needed").
+SHIP = tl.ToolDefinition(
+    "ship_parcel",
+    "Ships a parcel by the goods wagon.",
+    [
+        tl.ToolParamDefinition("destination", "string", "The town the parcel goes to."),
+        tl.ToolParamDefinition(
+            "fragile",
+            "boolean",
+            "True if the parcel holds something breakable and must be marked fragile; "
+            "false otherwise.",
+        ),
+    ],
+)
+
+
+def test_a_side_said_after_no_or_nothing_is_denied() -> None:
+    said = {"Ship this box to Harrowgate, nothing breakable.": False,
+            "Ship this box to Harrowgate, it's breakable.": True}  # fmt: skip
+    _assert_flags(SHIP, "fragile", said)
+
+
+def test_a_line_withdrawing_or_supposing_asks_for_nothing() -> None:
+    sure = FixedRequest(1.0)  # the request step hears a request in every line
+    for line in ("Never mind, I'll ride there myself tomorrow.",
+                 "Don't send anything yet, I'm still writing the letter.",
+                 "If I bought twenty gate passes, would you give me a discount?"):  # fmt: skip
+        out = run(sure, node(tools=[PASS_MESSAGE, GATE]), line)
+        assert out["calls"] == [], line
+    # A clause after it that opens with a tool's verb still orders; "Don't forget" asks.
+    for line in ("Never mind the pass, open the east gate.", "Don't forget to open the east gate."):
+        assert run(sure, node(tools=[PASS_MESSAGE, GATE]), line)["calls"], line
+
+
+def test_someone_sent_something_is_the_one_the_last_reply_named() -> None:
+    reply = "Lady Serafine Ashdown would want to know at once. A raven would reach her."
+    assert sn_names.proper_names(reply, frozenset()) == ["Lady Serafine Ashdown"]
+    assert sn_names.POINTED.search("Then send her a raven saying bandits hold the road.")
+    assert not sn_names.capitalised("Ashdown is here. A raven came.", "A")
+    said = "Then send her a raven saying bandits hold the north road."
+    assert sv.quoted(said) == ["bandits hold the north road"]
+
+
 def test_words_offered_as_either_are_said_only_together() -> None:
     either = "dead or alive will do"
     assert sw.polar_words(either, "she is to be taken alive") == 0

@@ -140,10 +140,11 @@ Call: rent_room(nights=2)
 #: How much of the dialog the arguments read: the last few exchanges, within a budget.
 DIALOG_TURNS = 3
 DIALOG_CHARS = 600
-#: A clause a line denies: "won't be returning", "never opens", "don't light it".
+#: A clause a line denies: "won't be returning", "never opens", "don't light it", "No wax
+#: needed", "nothing breakable".
 _DENIED = re.compile(
-    r"\b(?:not|never|no longer|won't|wont|don't|dont|didn't|isn't|aren't|can't|shan't)\b"
-    r"[^,.;:!?]*",
+    r"\b(?:not|never|no|nothing|without|won't|wont|don't|dont|didn't|isn't|aren't|can't"
+    r"|shan't)\b[^,.;:!?]*",
     re.IGNORECASE,
 )
 #: Someone or something a line points to without naming it.

@@ -129,6 +129,12 @@ _TELL_ME = re.compile(
     r"\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\W+)?(?:tell|teach)\s+(?:me|us)\b",
     re.IGNORECASE,
 )
+#: A line that opens by withdrawing or forbidding ("Never mind, ...", "Don't send anything
+#: yet"; not "Don't forget to...").
+_WITHDRAWS = re.compile(r"\W*(?:never\s*mind\b|(?:don't|do\s+not)\s+(?!forget\b))", re.I)
+#: A line that is one question about what would happen if: "If I bought twenty stamps, would
+#: you give me a discount?"
+_SUPPOSES = re.compile(r"\W*if\s+(?:i|we)\b[^.!?]*\?\s*$", re.IGNORECASE)
 #: A line that opens by taking leave ("Farewell, Hesper.", "Goodbye, and mind the shaft.").
 _FAREWELL = re.compile(rf"\W*(?:{_FAREWELLS})\b", re.IGNORECASE)
 #: Where a clause ends: "Goodbye, and walk north." is "Goodbye" and "walk north".
@@ -253,9 +259,18 @@ async def decide_by_score(
     # What follows a farewell is a wish, however much it reads as an order ("Farewell,
     # Hesper. Keep the boilers burning."), unless it opens with a tool's verb ("Goodbye, and
     # walk north.").
-    if _FAREWELL.match(line):
+    # So is what follows a line withdrawing ("Never mind, I'll ride there myself.", "Don't
+    # send anything yet, I'm still writing."), which says the tool it refuses by its verb;
+    # and a line asking what would happen if ("If I bought twenty stamps, would you give me
+    # a discount?") asks nothing yet.
+    withdraws = _WITHDRAWS.match(line) is not None
+    if withdraws and (refused := [tool.name for tool in tools if refuses(tool, line)]):
+        diagnostics["refused"] = refused[0]
+    if _FAREWELL.match(line) or withdraws:
         clauses = _CLAUSES.split(line)[1:]
         requested = requested and any(opens_with_verb(tools, c) for c in clauses)
+    if _SUPPOSES.match(line):
+        requested = False
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.
     only_lookups = not requested or (

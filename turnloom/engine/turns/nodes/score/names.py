@@ -30,8 +30,8 @@ def capitalised(line: str, value: str) -> bool:
     """Whether every word of `value` is capitalised in `line`, the first not opening a
     sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her"),
     but an "of" or "of the" between two ("Maiden of Corrow", "Guild of the Lantern")."""
-    at = line.find(value)
-    opens = at >= 0 and re.search(r"(?:^|[.!?]\s*)$", line[:at]) is not None
+    said = re.search(rf"(?<![\w'-]){re.escape(value)}(?![\w'-])", line)  # "A", not in "Ash"
+    opens = said is not None and re.search(r"(?:^|[.!?]\s*)$", line[: said.start()]) is not None
     return not opens and NAMED.fullmatch(value) is not None
 
 
@@ -55,8 +55,8 @@ def subjects(line: str, avoid: frozenset[str]) -> list[str]:
     ]
 
 
-#: Someone a line points to ("to him", "tell her"), whom it does not name.
-POINTED = re.compile(r"\b(?:to|tell|ask|warn|inform|let)\s+(?:him|her|them)\b", re.IGNORECASE)
+#: Someone a line points to ("to him", "tell her", "send her a raven"), whom it does not name.
+POINTED = re.compile(r"\b(?:to|tell|ask|warn|inform|let|send)\s+(?:him|her|them)\b", re.IGNORECASE)
 #: Someone a line describes instead of naming: "whoever's been stealing horses", "the woman
 #: who poisoned the well", to the clause's end.
 DESCRIBED = re.compile(
@@ -88,6 +88,7 @@ def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
             for v in found
             if (capitalised(text, v) or (len(v.split()) > 1 and v.split()[0].lower() not in FILLER))
             and v.lower() not in avoid
+            and v.split("'")[0] != "I"  # the speaker ("I", "I'm"), no one named
         )
     )
 

@@ -255,8 +255,8 @@ def clauses(line: str) -> list[str]:
 
 def quoted(line: str) -> list[str]:
     """The words a line quotes, in double or single quotes ('tell them, "Hold the barge till
-    dusk."', "Embroider 'For Mira, always' on the cuff."), or gives after a colon ("on this
-    banner: Steady Hands, Steady Hearts?")."""
+    dusk."', "Embroider 'For Mira, always' on the cuff."), or gives after a colon or "saying"
+    ("on this banner: Steady Hands, Steady Hearts?")."""
     found = [q for m in _QUOTED.finditer(line) if (q := (m.group(1) or m.group(2)).strip(" .,"))]
     return found or [q for m in _AFTER_COLON.finditer(line) if (q := m.group(1).strip(" .,"))]
 
@@ -264,8 +264,8 @@ def quoted(line: str) -> list[str]:
 #: Words in double quotes, or in single ones (an apostrophe inside a word is no quote: "the
 #: smith's", "I'm").
 _QUOTED = re.compile(r'"([^"]+)"|(?<!\w)\'((?:[^\'\n]|(?<=\w)\'(?=\w))+)\'(?!\w)')
-#: What a colon introduces, to the end of its sentence.
-_AFTER_COLON = re.compile(r":\s+([^.!?;]+)")
+#: What a colon or "saying" introduces, to the end of its sentence.
+_AFTER_COLON = re.compile(r"(?::|\bsaying\b,?)\s+([^.!?;]+)", re.IGNORECASE)
 
 
 def spans(

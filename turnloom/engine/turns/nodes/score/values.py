@@ -258,14 +258,14 @@ def quoted(line: str) -> list[str]:
     dusk."', "Embroider 'For Mira, always' on the cuff."), or gives after a colon or "saying"
     ("on this banner: Steady Hands, Steady Hearts?")."""
     found = [q for m in _QUOTED.finditer(line) if (q := (m.group(1) or m.group(2)).strip(" .,"))]
-    return found or [q for m in _AFTER_COLON.finditer(line) if (q := m.group(1).strip(" .,"))]
+    return found or [q for m in _INTRODUCED.finditer(line) if (q := m.group(1).strip(" .,"))]
 
 
 #: Words in double quotes, or in single ones (an apostrophe inside a word is no quote: "the
 #: smith's", "I'm").
 _QUOTED = re.compile(r'"([^"]+)"|(?<!\w)\'((?:[^\'\n]|(?<=\w)\'(?=\w))+)\'(?!\w)')
 #: What a colon or "saying" introduces, to the end of its sentence.
-_AFTER_COLON = re.compile(r"(?::|\bsaying\b,?)\s+([^.!?;]+)", re.IGNORECASE)
+_INTRODUCED = re.compile(r"(?::|\bsaying\b,?)\s+([^.!?;]+)", re.IGNORECASE)
 
 
 def spans(

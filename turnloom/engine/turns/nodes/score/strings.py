@@ -120,12 +120,12 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     of the call took, then the values earlier calls gave it."""
     sentence = is_message(param)
     message = is_message(param, MESSAGE)  # "What to carry" is a sentence, not a message
-    # What a line quotes (or gives after a colon) is the message, not the person it is for.
-    said = sentence and "person" not in declared_words(param)
-    if said and quoted(fill.line):
-        return quoted(fill.line)
-    if said and (given := labelled(fill.line, declared_words(param))):
-        return given  # "the words Happy Name-Day, Pell embroidered"
+    # What a line quotes (or gives after a colon, or after what the description calls it:
+    # "the words Happy Name-Day, Pell") is the message, not the person it is for.
+    declared = declared_words(param)
+    said = sentence and "person" not in declared
+    if said and (given := quoted(fill.line) or labelled(fill.line, declared)):
+        return given
     if order := asked_order(param.description, fill.line):  # "take in these trousers"
         return [order]
     longest = 8 if sentence else 4
@@ -206,7 +206,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     elif not message and not takes_person(param):
         # Where a place argument takes the place ("in Port Sabra"), this one takes another;
         # a person is no place ("Black Jory robbed my uncle on the King's Road").
-        person = "person" in declared_words(param)
+        person = "person" in declared
         proper = [v for v in found if _proper(fill.line, v)]
         if fill.place_elsewhere or person:
             within = _WAS_AT if person else _WITHIN

@@ -234,6 +234,59 @@ def test_the_lease_fence_holds_for_each_agent_of_a_group(redis_url: str) -> None
         client.close()
 
 
+def test_a_refused_write_leaves_the_tail_and_parts_of_the_holder_as_they_were(
+    redis_url: str,
+) -> None:
+    # The fence covers all an agent's write: the holder's tail (or its having none) and its
+    # sealed parts stay as the holder wrote them, while the rest of the group is written.
+    import redis
+
+    prefix = "groups-fence-tails"
+    client = redis.Redis.from_url(redis_url)
+    a = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
+    b = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
+
+    def hash_of(name: str) -> dict[int, bytes]:
+        return {int(k): v for k, v in client.hgetall(f"{prefix}:{name}").items()}
+
+    def dialog_of(agent_id: int) -> list[bytes]:
+        return client.lrange(f"{prefix}:dialog:{agent_id}", 0, -1)
+
+    try:
+        assert a.heartbeat(5) is False and b.heartbeat(5) is False
+        ids = [a.allocate_id(durable=True) for _ in range(6)]
+        tailed, whole = ids[:3], ids[3:]
+        a.save_many([(i, SplitWrite(b"a1", 0, (b"tail-a1",), True), None) for i in tailed])
+        a.save_many([(i, b"a1", None) for i in whole])
+        client.delete(f"{prefix}:worker:{a.worker}")
+        taken = [tailed[1], whole[1]]
+        for agent_id in taken:
+            assert b.claim(agent_id).status == "claimed"
+        b.save_many([(tailed[1], SplitWrite(b"b", 0, (b"sealed-b", b"tail-b"), True), 50.0)])
+        b.save_many([(whole[1], b"b", None)])
+
+        again = SplitWrite(b"a2", 0, (b"sealed-a2", b"tail-a2"), True)
+        refused = a.save_many([(i, again, 10.0) for i in ids])
+
+        assert sorted(refused) == sorted(taken)
+        heads = hash_of("agents")
+        assert {i: heads[i] for i in taken} == {tailed[1]: b"b", whole[1]: b"b"}
+        assert all(heads[i] == b"a2" for i in ids if i not in taken)
+        tails = hash_of("tails")
+        assert tails[tailed[1]] == b"tail-b"
+        assert whole[1] not in tails  # it had none: none is left behind
+        assert all(tails[i] == b"tail-a2" for i in ids if i not in taken)
+        assert dialog_of(tailed[1]) == [b"sealed-b"] and dialog_of(whole[1]) == []
+        assert all(dialog_of(i) == [b"sealed-a2"] for i in ids if i not in taken)
+        assert client.exists(f"{prefix}:kept:{a.worker}") == 0
+    finally:
+        for key in client.scan_iter(f"{prefix}:*"):
+            client.delete(key)
+        for store in (a, b):
+            store.close()
+        client.close()
+
+
 def test_a_kept_dialog_packs_to_the_same_bytes_as_a_whole_snapshot() -> None:
     with tl.Engine(scenario.model(), clock=tl.VirtualClock(), store=":memory:") as engine:
         agent = engine.create_agent(scenario.graph("await"), dialog=[

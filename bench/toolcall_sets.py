@@ -381,6 +381,7 @@ GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
 CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
 TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
 POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
+TEMPLE = load_set(_DATA / "temple_sealed.json")
 
 SETS = {
     s.name: s
@@ -406,5 +407,6 @@ SETS = {
         CIRCUS,
         TAILOR,
         POSTOFFICE,
+        TEMPLE,
     )
 }

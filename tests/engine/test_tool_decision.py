@@ -428,7 +428,13 @@ def test_an_earlier_value_is_kept_only_when_the_line_names_nothing() -> None:
     again = ss.Fill("", "", ")", "And two more.", frozenset(), True, ("ale",))
     assert "ale" in ss.string_values(again, who)
     friend = ss.Fill("", "", ")", "And two more for my friend.", frozenset(), True, ("ale",))
-    assert "ale" in ss.string_values(friend, who)  # whom it is for names no drink
+    drink = tl.ToolParamDefinition("drink", "string", "What to pour.")
+    assert "ale" in ss.string_values(friend, drink)  # whom it is for names no drink
+    # But it is whom a person argument is for: not whom the earlier call was for.
+    sister = ss.Fill("", "", ")", "And one for my sister Wenna too.", frozenset(), True, ("Osric",))
+    lit_for = tl.ToolParamDefinition("for_whom", "string", "The person the candle is lit for.")
+    assert ss.string_values(sister, lit_for) == ["sister Wenna"]
+    assert ss.string_values(friend, who) == ["friend"]
 
 
 def test_a_says_one_even_after_a_call_that_gave_more() -> None:
@@ -2004,3 +2010,130 @@ def test_whom_a_line_asks_to_be_told_and_an_enum_pointed_to() -> None:
     ]
     (call,) = _calls_after([feed], [("Then feed him.", asked)])
     assert call.arguments == {"animal": "bramble"}
+
+
+def test_a_half_dozen_is_six() -> None:
+    count = tl.ToolParamDefinition("quantity", "integer", "How many tokens.")
+    assert sn.numbers("Could I buy a half dozen luck tokens?", count) == [6]
+    assert sn.numbers("Half a dozen, please.", count) == [6]
+
+
+#: A tool whose boolean's description names its default ("false (the default)").
+RUNNER = tl.ToolDefinition(
+    "send_runner",
+    "Send a runner through town with a spoken message.",
+    [
+        tl.ToolParamDefinition("recipient", "string", "The name of the person to tell."),
+        tl.ToolParamDefinition(
+            "wait_for_answer",
+            "boolean",
+            "True if the runner should wait and bring back a reply; false (the default) if "
+            "they just deliver it and return.",
+        ),
+    ],
+)
+
+
+def test_a_flag_the_line_says_nothing_of_is_its_described_default_and_unread() -> None:
+    phrases = sc.boolean_phrases(RUNNER.parameters[1].description)
+    assert phrases == (
+        "the runner should wait and bring back a reply",
+        "they just deliver it and return",
+    )
+    assert sc.described_default(RUNNER.parameters[1].description) is False
+    assert sc.described_default("Whether to hurry; defaults to true.") is True
+    assert sc.described_default("True to hurry, false to dawdle.") is None
+    # Waiting for a reply is no urgency; "cannot wait" is.
+    assert not sc.is_urgency(RUNNER.parameters[1])
+    assert sc.is_urgency(tl.ToolParamDefinition("now", "boolean", "true if it cannot wait."))
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(tools=[RUNNER]), "Send a runner to tell Gareth I'm late.")["calls"]
+    assert call.arguments["wait_for_answer"] is False
+    assert call.unread_arguments == ("wait_for_answer",)
+    # A side the line says is read, not defaulted.
+    line = "Send a runner to Gareth and wait for his reply."
+    (call,) = run(scorer, node(tools=[RUNNER]), line)["calls"]
+    assert call.arguments["wait_for_answer"] is True and call.unread_arguments == ()
+
+
+def test_a_correction_after_a_call_is_a_request_however_unsure() -> None:
+    unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    graph = graph_of(
+        ("detect", node(tools=[HIRE, GIVE])), ("answer", tl.CannedResponseParams(lines=["done"]))
+    )
+    with tl.Engine(unsure) as engine:
+        agent = engine.create_agent(graph, dialog=FOUR_HIRED)
+        calls: list[tl.ToolCallEvent] = []
+        agent.set_on_tool_call_event(calls.append)
+        agent.send_message("Actually, make it seven. They all worked hard.")
+    assert [(c.tool_name, c.arguments["workers"]) for c in calls] == [("hire_hands", 7)]
+
+
+def test_a_question_of_what_would_happen_or_where_to_find_asks_for_nothing() -> None:
+    sure = FixedRequest(1.0)  # the request step hears a request in every line
+    for line in ("If my horse went lame, would you be able to heal it?",
+                 "Where can I find the road to Kell?",
+                 "How would you pass a message to the mill?"):  # fmt: skip
+        assert run(sure, node(tools=[PASS_MESSAGE]), line)["calls"] == [], line
+
+
+def test_a_person_is_said_whole_with_who_they_are_and_names_said_together() -> None:
+    names = tl.ToolParamDefinition("names", "string", "The names of the people to wed.")
+    for_whom = tl.ToolParamDefinition("for_whom", "string", "The person the candle is for.")
+    line = "Mira Haldane and Jory Finch wish to be wed."
+    assert sn_names.people_said_whole(line, names, ["x"], frozenset()) == [
+        "Mira Haldane and Jory Finch"
+    ]
+    # A sentence may open with its verb: "Tell" is no part of a name.
+    assert sn_names.people_said_whole("Wed Mira and Jory.", names, [], frozenset()) == [
+        "Mira and Jory"
+    ]
+    line = "My husband Bram sails tomorrow. Light a candle for him."
+    assert sn_names.people_said_whole(line, for_whom, ["husband"], frozenset()) == ["husband Bram"]
+    # Not what another argument took, and not for an argument that is no person.
+    assert sn_names.people_said_whole(line, for_whom, ["x"], frozenset({"bram"})) == ["x"]
+    item = tl.ToolParamDefinition("item", "string", "The object to bless.")
+    assert sn_names.people_said_whole(line, item, ["x"], frozenset()) == ["x"]
+
+
+def test_a_line_taking_up_an_offer_means_whom_the_exchange_named() -> None:
+    names = tl.ToolParamDefinition("names", "string", "The name or names of those written in.")
+    spoken = (
+        "My wife and I had a son last night! We're calling him Pip. "
+        "Blessings on the little one! Shall I write his naming in the register?"
+    )
+    line = "Yes, do that, and shout it from the steps while you're at it."
+    fill = ss.Fill("", "", ")", line, frozenset({"record", "rite"}), False, spoken=spoken)
+    assert ss.string_values(fill, names) == ["Pip"]
+
+
+def test_an_argument_does_not_widen_over_what_another_took() -> None:
+    tend = tl.ToolDefinition(
+        "tend_ailment",
+        "Treat a sick person.",
+        [
+            tl.ToolParamDefinition("patient", "string", "The person who needs care."),
+            tl.ToolParamDefinition("complaint", "string", "The illness, in the visitor's words."),
+        ],
+    )
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(tools=[tend]), "My son Tam has a fever, tend to him.")["calls"]
+    assert call.arguments["patient"] == "son Tam"
+    assert "Tam" not in call.arguments["complaint"].split(), call.arguments
+
+
+def test_a_line_sending_the_last_call_elsewhere_keeps_its_message_and_takes_the_new_place() -> None:
+    place = tl.ToolParamDefinition("place", "string", "Where in town the runner finds them.")
+    message = tl.ToolParamDefinition("message", "string", "The words to deliver.")
+    line = (
+        "Wait, Corwin's not at the mill today, he's at the market square. Send them there instead."
+    )
+    avoid = frozenset({"send", "runner", "place", "message"})
+    at = ss.Fill("", "", ", ", line, avoid, False, ("the mill",), whom_elsewhere=True)
+    assert ss.string_values(at, place) == ["market square"]
+    said = ss.Fill("", "", ")", line, avoid, False, ("the wedding is moved to Sunday",))
+    assert ss.string_values(said, message) == ["the wedding is moved to Sunday"]
+    # A line that relays something new is read: "instead" or not.
+    line = "Send them to the market square instead, saying the wedding is off."
+    new = ss.Fill("", "", ")", line, avoid, False, ("the wedding is moved to Sunday",))
+    assert ss.string_values(new, message)[0] == "the wedding is off"

@@ -92,6 +92,7 @@ from .calibration import (
     best,
     boolean_phrases,
     calibrated_scores,
+    described_default,
     is_urgency,
     one_line,
     prompt,
@@ -299,6 +300,24 @@ async def _fill(
             sides = [polar_words(p, corrected.group(1)) for p in phrases]
             if sides[0] != sides[1]:
                 return sides[0] > sides[1], math.nan
+        # The words of its description's phrase for each value. The tool's own words are
+        # said whichever value is meant ("Hire a guide"): a side is told by the rest of its
+        # phrase, this argument's own name with it ("the person must be brought in alive"
+        # for `alive_only`: "taken alive").
+        opposed = opposed_sides(phrases, line)
+        avoid = fill.avoid - flag
+        told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
+        # What the line says of one side only to deny it counts for the other ("I won't be
+        # returning" against "true = the guide returns with them").
+        plain = _DENIED.sub("", line)
+        sides = [polar_words(p, plain) + o for p, o in zip(told, opposed, strict=True)]
+        against = [polar_words(p, denied) for p in told]
+        named = [sides[0] + against[1], sides[1] + against[0]]
+        # A flag the line says nothing of, with no earlier call's value, is the default its
+        # description names ("false (the default) if they just deliver it"), flagged unread.
+        default = described_default(param.description)
+        if default is not None and not any(named) and not fill.earlier and not is_urgency(param):
+            return default, None
     if param.type == "boolean" or enum:
         choices = [f"{json.dumps(v)}{end}" for v in values]
         # Calibrated on the examples alone: the value an earlier call gave stays likelier
@@ -306,19 +325,7 @@ async def _fill(
         scores = await calibrated_scores(
             backend, header, opened, choices, line, agent_id, calibrate_on=EXAMPLES
         )
-        if param.type == "boolean":  # the words of its description's phrase for each value
-            opposed = opposed_sides(phrases, line)
-            # The tool's own words are said whichever value is meant ("Hire a guide"): a
-            # side is told by the rest of its phrase, this argument's own name with it ("the
-            # person must be brought in alive" for `alive_only`: "taken alive").
-            avoid = fill.avoid - flag
-            told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
-            # What the line says of one side only to deny it counts for the other ("I won't
-            # be returning" against "true = the guide returns with them").
-            plain = _DENIED.sub("", line)
-            sides = [polar_words(p, plain) + o for p, o in zip(told, opposed, strict=True)]
-            against = [polar_words(p, denied) for p in told]
-            named = [sides[0] + against[1], sides[1] + against[0]]
+        if param.type == "boolean":
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
             if is_urgency(param) and says_unhurried(line):  # "No hurry, but...": it says so
                 return False, math.nan
@@ -335,10 +342,11 @@ async def _fill(
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
         chosen, margin = best(scores)
         # A message keeps its span; an object described as "What was lost" takes the words
-        # describing it ("my son's toy boat"), as any object does.
+        # describing it ("my son's toy boat"), as any object does, but words another argument
+        # took ("son" in "My son has a fever").
         if is_message(param, MESSAGE):
             return values[chosen], margin
-        return widened(line, values[chosen], fill.avoid, fill.numeric), margin
+        return widened(line, values[chosen], fill.avoid | fill.taken, fill.numeric), margin
     else:
         counts = [v for v in fill.earlier if is_count(v)]
         # "Twice as long" as the last call is twice its span of time; "twice as many" twice

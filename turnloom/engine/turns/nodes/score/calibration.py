@@ -164,8 +164,10 @@ URGENCY_CALIBRATION: tuple[tuple[str, bool], ...] = (
 )
 #: Words of a boolean's name or description that make it a flag of urgency.
 _URGENCY_WORDS = frozenset(
-    words("urgent urgency urgently wait emergency hurry rush pressing once immediately quickly")
+    words("urgent urgency urgently emergency hurry rush pressing once immediately quickly")
 )
+#: Waiting said as what urgency is not ("true if it cannot wait"); not "wait for a reply".
+_CANNOT_WAIT = re.compile(r"\b(?:cannot|can't|can not|won't|must not)\s+wait\b", re.I)
 #: A negation, up to two words, then a word of hurry, in one run of words: "no hurry", "no need
 #: to rush", "isn't urgent", "don't rush" (not "No, hurry!"). Not "wait" or "once": "it can't
 #: wait" is urgent.
@@ -184,9 +186,11 @@ _URGENCY_BOUNDARY_LOCK = threading.Lock()  # engines on several threads may shar
 
 def is_urgency(param: ToolParamDefinition) -> bool:
     """Whether a boolean argument says how urgent the request is ("urgent", "true if it
-    cannot wait", "true if it is an emergency")."""
-    said = WORD.findall(f"{param.name.replace('_', ' ')} {param.description}".lower())
-    return param.type == "boolean" and bool(_URGENCY_WORDS & set(said))
+    cannot wait", "true if it is an emergency"; not "true if the runner should wait for a
+    reply")."""
+    text = f"{param.name.replace('_', ' ')} {param.description}".lower()
+    urgent = bool(_URGENCY_WORDS & set(WORD.findall(text))) or bool(_CANNOT_WAIT.search(text))
+    return param.type == "boolean" and urgent
 
 
 #: Words that leave the time to the one asked: "when you get a chance", "whenever you can",
@@ -233,9 +237,21 @@ async def _urgency_raw(backend: ModelBackend, line: str, agent_id: int) -> float
     return urgent - calm
 
 
+#: What each value of a boolean means, an aside allowed after it ("false (the default) for a
+#: quick blessing").
 _BOOLEAN_PHRASES = re.compile(
-    r"\btrue\s*(?:to|if|when|for|=|:|means)\s+(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
-    r"|\bfalse\s*(?:to|if|when|for|=|:|means)\s+(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
+    r"\btrue\s*(?:\([^)]*\)\s*)?(?:to|if|when|for|=|:|means)\s+"
+    r"(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
+    r"|\bfalse\s*(?:\([^)]*\)\s*)?(?:to|if|when|for|=|:|means)\s+"
+    r"(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
+    re.IGNORECASE,
+)
+#: A boolean's description naming its default: "false (the default)", "defaults to true",
+#: "true by default".
+_DEFAULT = re.compile(
+    r"\b(?P<value>true|false)\s*\((?:the\s+)?default\)"
+    r"|\bdefaults?\s+(?:to|is)\s+(?P<to>true|false)\b"
+    r"|\b(?P<by>true|false)\s+by\s+default\b",
     re.IGNORECASE,
 )
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
@@ -261,3 +277,9 @@ def boolean_phrases(description: str, tool_description: str = "") -> tuple[str, 
             if first != second:
                 said["false" if said["true"] else "true"] = sides[1] if first > second else sides[0]
     return said["true"], said["false"]
+
+
+def described_default(description: str) -> bool | None:
+    """The value a boolean's description names as its default, or None."""
+    found = _DEFAULT.search(description)
+    return None if found is None else found.group(found.lastgroup or 0).lower() == "true"

@@ -133,8 +133,8 @@ _TELL_ME = re.compile(
 #: yet"; not "Don't forget to...").
 _WITHDRAWS = re.compile(r"\W*(?:never\s*mind\b|(?:don't|do\s+not)\s+(?!forget\b))", re.I)
 #: A line that is one question about what would happen if: "If I bought twenty stamps, would
-#: you give me a discount?"
-_SUPPOSES = re.compile(r"\W*if\s+(?:i|we)\b[^.!?]*\?\s*$", re.IGNORECASE)
+#: you give me a discount?", "If my horse went lame, would you be able to heal it?"
+_SUPPOSES = re.compile(r"\W*if\s+(?:i|we|my|our)\b[^.!?]*\?\s*$", re.IGNORECASE)
 #: A line that opens by taking leave ("Farewell, Hesper.", "Goodbye, and mind the shaft.").
 _FAREWELL = re.compile(rf"\W*(?:{_FAREWELLS})\b", re.IGNORECASE)
 #: Where a clause ends: "Goodbye, and walk north." is "Goodbye" and "walk north".
@@ -155,8 +155,13 @@ _ASKED = re.compile(
     r"(?:\s+(?:do|does|did|is|are|was|were|has|have)\b|'s\b|'re\b)",
     re.IGNORECASE,
 )
-#: A question asking leave to ask ("Can I ask who I should talk to?"): it asks to be told.
-_ASKS_LEAVE = re.compile(r"\b(?:can|could|may|might)\s+i\s+ask\b", re.IGNORECASE)
+#: A question asking leave to ask ("Can I ask who I should talk to?"), or one whose "can"
+#: follows its question word ("Where can I find the road to Kell?"): it asks to be told.
+_ASKS_LEAVE = re.compile(
+    r"\b(?:can|could|may|might)\s+i\s+ask\b"
+    r"|^\W*(?:what|how|why|where|when|who|which)\s+(?:can|could|would|will|may|might|should)\b",
+    re.IGNORECASE,
+)
 #: A line that corrects the last call ("Actually, make it Highcliff.", "No, make that six."):
 #: the same tool, its arguments read anew.
 _CORRECTS = re.compile(
@@ -250,8 +255,9 @@ async def decide_by_score(
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
     same = after and _SAME.match(line) is not None
+    # So does a correction of it ("Actually, make it seven. He had seven grandchildren.").
     corrects = after and _CORRECTS.match(line) is not None
-    requested = requested or same
+    requested = requested or same or corrects
     if _OPENS_AS_TALK.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
         requested = False
     if _TELL_ME.match(line):  # "Tell me a joke, ringmaster.": answered in words
@@ -288,9 +294,10 @@ async def decide_by_score(
         # more.", "Now put it out again."): the same tool, its arguments read anew; so does
         # one that asks for more of it, whatever it says that is for ("And two more for
         # Rosa's crew.": "crew" is no word of what to do).
-        # "Same for..." and "And..." say it in words: as sure as a sure request, whatever the
-        # step read within `SURE` of its boundary ("And the crown as well." after a prop).
-        chosen, lead = names.index(last_call), max(asks, SURE) if same or goes_on else asks
+        # "Same for...", "And..." and "make it..." say it in words: as sure as a sure request,
+        # whatever the step read within `SURE` of its boundary ("And the crown as well.").
+        sure = same or goes_on or corrects
+        chosen, lead = names.index(last_call), max(asks, SURE) if sure else asks
     else:
         labels = tool_labels(tools)
         choices = [f" {label}\n" for label in labels]

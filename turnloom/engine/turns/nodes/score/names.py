@@ -1,7 +1,8 @@
 """Names of people and things in a player's line (or in what the dialog said just before),
 for the free-text arguments of the `score` decision (`strings`): capitalised runs that open no
 sentence, the subject that opens one, someone described instead of named, someone pointed
-to ("him", "her"), the street a place is on, and whose something is.
+to ("him", "her"), someone said with who they are to the speaker, people named together, the
+street a place is on, and whose something is.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ....graph.params import ToolParamDefinition
-from .values import FILLER, declared_words, is_number
+from .values import FILLER, TITLES, WORD, declared_words, is_number
 
 __all__ = [
     "DESCRIBED",
@@ -19,7 +20,9 @@ __all__ = [
     "POINTED",
     "capitalised",
     "is_owner",
+    "is_proper",
     "owns",
+    "people_said_whole",
     "proper_names",
     "subjects",
     "with_street",
@@ -55,8 +58,13 @@ def subjects(line: str, avoid: frozenset[str]) -> list[str]:
     ]
 
 
-#: Someone a line points to ("to him", "tell her", "send her a raven"), whom it does not name.
-POINTED = re.compile(r"\b(?:to|tell|ask|warn|inform|let|send)\s+(?:him|her|them)\b", re.IGNORECASE)
+#: Someone a line points to ("to him", "tell her", "send her a raven"), whom it does not name;
+#: or a line taking up what was just offered ("Yes, do that", "Please do"): whom it was for.
+POINTED = re.compile(
+    r"\b(?:to|tell|ask|warn|inform|let|send)\s+(?:him|her|them)\b"
+    r"|^\W*(?:yes|aye|please\s+do|do\s+that|go\s+ahead)\b",
+    re.IGNORECASE,
+)
 #: Someone a line describes instead of naming: "whoever's been stealing horses", "the woman
 #: who poisoned the well", to the clause's end.
 DESCRIBED = re.compile(
@@ -81,16 +89,28 @@ def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
     """The names of people or things `text` says, in its order: capitalised words not opening
     a sentence, or two or more opening one ("Sergeant Bram and his lads."), not a word to
     `avoid`."""
-    found = (m.group(0) for m in NAMED.finditer(text))
+    found = (name for m in NAMED.finditer(text) for name in _cut_at_sentences(m.group(0)))
     return list(
         dict.fromkeys(
             v
             for v in found
             if (capitalised(text, v) or (len(v.split()) > 1 and v.split()[0].lower() not in FILLER))
             and v.lower() not in avoid
-            and v.split("'")[0] != "I"  # the speaker ("I", "I'm"), no one named
+            and "I" not in (w.split("'")[0] for w in v.split())  # the speaker ("Shall I")
         )
     )
+
+
+def _cut_at_sentences(run: str) -> list[str]:
+    """A run of capitalised words cut where a sentence ends in it ("Pip. Blessings" is "Pip"
+    and "Blessings"), not after a title ("Mr. Hobb"), its last point left out."""
+    names: list[str] = []
+    for piece in re.split(r"(?<=\.)\s+", run):
+        if names and names[-1].split()[-1].rstrip(".") in TITLES:
+            names[-1] += f" {piece}"
+        else:
+            names.append(piece)
+    return [n if n.split()[-1].rstrip(".") in TITLES else n.rstrip(".") for n in names]
 
 
 def with_street(line: str, place: str) -> str:
@@ -108,3 +128,44 @@ def is_owner(param: ToolParamDefinition) -> bool:
 def owns(line: str, value: str) -> bool:
     """Whether `line` says `value` owns something: "'s" right after it ("Widow Greaves's")."""
     return re.search(rf"{re.escape(value)}'s?(?![\w'-])", line) is not None
+
+
+#: Someone said with who they are to the speaker ("my husband Bram", "her sister Wenna").
+_KIN_NAMED = re.compile(rf"\b{KIN}\s+(?P<name>{NAMED.pattern})")
+#: People named together ("Mira Haldane and Jory Finch").
+_NAMED_TOGETHER = re.compile(rf"(?<![\w'-]){NAMED.pattern}\s+(?:and|&)\s+{NAMED.pattern}")
+
+
+def people_said_whole(
+    line: str, param: ToolParamDefinition, found: list[str], taken: frozenset[str]
+) -> list[str]:
+    """For an argument that is a person or people, `line`'s person said whole: the names of
+    those named together for one that takes names ("Mira Haldane and Jory Finch wish to be
+    wed"), else someone with who they are to the speaker ("Light a candle for my husband
+    Bram", not "husband"; only the name where the argument is a name: "our daughter Rosalind"
+    is "Rosalind"), but words another argument took; else `found`."""
+    declared = declared_words(param)
+    if not declared & {"person", "people"}:
+        return found
+    said = []
+    if "names" in declared:
+        for m in _NAMED_TOGETHER.finditer(line):
+            # One opening a sentence may open with its verb ("Tell Mira and Jory"): where the
+            # first name is longer than the second, its first word is left out.
+            first, second = re.split(r"\s+(?:and|&)\s+", m.group(0), maxsplit=1)
+            opener = not capitalised(line, first.split()[0])
+            longer = opener and len(first.split()) > len(second.split())
+            said.append(m.group(0).split(maxsplit=1)[1] if longer else m.group(0))
+    part = "name" if "name" in declared else 0
+    said = said or [m.group(part) for m in _KIN_NAMED.finditer(line)]
+    said = [_cut_at_sentences(v)[0] for v in said]  # "daughter Rosalind. Could you..."
+    return [v for v in said if not taken & set(WORD.findall(v.lower()))] or found
+
+
+def is_proper(line: str, value: str) -> bool:
+    """Whether `value` is a proper name of `line`: two or more words, each capitalised, the
+    first opening no sentence ("Widow's Seam", "Harrow's Cut"), and not said after "for" or
+    "to" ("for Old Tam", "to Willow Island")."""
+    if len(WORD.findall(value)) < 2 or not capitalised(line, value):
+        return False
+    return re.search(rf"\b(?:for|to)\s+(?:the\s+)?{re.escape(value)}", line, re.I) is None

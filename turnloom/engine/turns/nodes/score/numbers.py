@@ -190,10 +190,13 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
         after = [singular(w.lower()) for w in words[i + 1 : i + 4] if w.lower() not in _WHOLE]
         after += ["", "", ""]  # "a whole day" is a day
         unit = after[0]
+        halved = unit == "half" and after[1] in COUNTS  # "a half dozen" is six
+        if halved:
+            unit = after[1]
         counted = unit in COUNTS
         if counted and not (in_pairs and unit == "pair"):
             value *= COUNTS[unit]
-            if i and words[i - 1].lower() == "half":  # "half a dozen" is six
+            if halved or (i and words[i - 1].lower() == "half"):  # "half a dozen" too
                 value /= 2
             if after[1] == "of" and after[2] in TIME_UNITS:  # "a couple of hours"
                 unit = after[2]

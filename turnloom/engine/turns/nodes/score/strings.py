@@ -18,7 +18,9 @@ from .names import (
     POINTED,
     capitalised,
     is_owner,
+    is_proper,
     owns,
+    people_said_whole,
     proper_names,
     subjects,
     with_street,
@@ -150,8 +152,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
     # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
     kept = [v for v in fill.earlier if isinstance(v, str) and v]
-    # "The same message" (to another place) is the earlier call's message.
-    if kept and _same(fill.line, param.name):
+    if kept and _same(fill.line, param.name, message):
         return kept[-1:]
     corrected = CORRECTION.search(fill.line)
     if corrected and kept:
@@ -164,14 +165,18 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # "Same for X" does it again for X: X is the value ("Same for the Gravedigger.").
     same = SAME_FOR.search(fill.line) is not None
     named = found if same else [v for v in found if not _for_whom(fill.line, v)]
-    earlier = [] if named and not reasons_only else kept
     # More of the same is more of an earlier object, not of whom it is for: "And two more for
     # Rosa's crew." hands out the pickaxes again; a person or a name is the one it is for, if
-    # the line names one ("Do the same for Hollis.", not "two more for him").
+    # the line names one ("Do the same for Hollis.", not "two more for him"), and no earlier
+    # call's ("And one for my sister Wenna too.").
     a_name, a_place = is_name(param), is_place(param)
     whom = a_name or takes_person(param)
     for_whom = [v for v in found if v not in named] if not reasons_only else []
-    if earlier and MORE.search(fill.line) and not message and not (whom and for_whom):
+    someone = (whom or "person" in declared) and for_whom
+    # Nor a place, where the line says where ("he's at the market square. Send them there").
+    anew = a_place and any(_placed(fill.line, v) for v in found)
+    earlier = [] if ((named or someone) and not reasons_only) or anew else kept
+    if earlier and MORE.search(fill.line) and not message:
         return list(dict.fromkeys(earlier))
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
     if sentence:
@@ -207,7 +212,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         # Where a place argument takes the place ("in Port Sabra"), this one takes another;
         # a person is no place ("Black Jory robbed my uncle on the King's Road").
         person = "person" in declared
-        proper = [v for v in found if _proper(fill.line, v)]
+        proper = [v for v in found if is_proper(fill.line, v)]
         if fill.place_elsewhere or person:
             within = _WAS_AT if person else _WITHIN
             proper = [v for v in proper if not _placed(fill.line, v, within)]
@@ -251,8 +256,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
             return kept[-1:]
         found = written or found
     # A span right before the argument's own name is its value: "the galley locker" says
-    # which locker, "the north door" which door.
+    # which locker, "the north door" which door. A person is said whole ("my husband Bram").
     found = [v for v in found if _names(fill.line, v, param.name)] or found
+    found = people_said_whole(fill.line, param, found, fill.taken)
     if fill.taken:
         free = [v for v in found if not fill.taken & _words(v)]
         if not free and kept:  # "Tell the Crimson Pike too.": only whom, the message as before
@@ -274,15 +280,6 @@ def _placed(line: str, value: str, places: str = _PLACES) -> bool:
     found = re.finditer(re.escape(value), line)
     before = rf"\b(?:{places})\s+(?:the\s+)?$"
     return all(re.search(before, line[: m.start()], re.I) for m in found)
-
-
-def _proper(line: str, value: str) -> bool:
-    """Whether `value` is a proper name of `line`: two or more words, each capitalised, the
-    first opening no sentence ("Widow's Seam", "Harrow's Cut"), and not said after "for" or
-    "to" ("for Old Tam", "to Willow Island")."""
-    if len(WORD.findall(value)) < 2 or not capitalised(line, value):
-        return False
-    return re.search(rf"\b(?:for|to)\s+(?:the\s+)?{re.escape(value)}", line, re.I) is None
 
 
 def _titled(line: str, value: str) -> bool:
@@ -346,8 +343,11 @@ def _thing(name: str) -> str:
     return " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
 
 
-def _same(line: str, name: str) -> bool:
-    """Whether `line` asks for the same `name` again ("send the same message to...")."""
+def _same(line: str, name: str, message: bool = False) -> bool:
+    """Whether `line` asks for the same `name` again ("send the same message to..."), as one
+    sending a message elsewhere does, relaying nothing new ("Send them there instead.")."""
+    if message and re.search(r"\binstead\b", line, re.I) and not (clauses(line) or quoted(line)):
+        return True
     said = _thing(name)
     return bool(said) and re.search(rf"\bsame\s+{re.escape(said)}s?\b", line, re.I) is not None
 

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-one sets, each with its own tools (string, integer, boolean and enum arguments between them)
+Twenty-two sets, each with its own tools (string, integer, boolean and enum arguments between them)
 and lines of which about half call for one tool and the rest for none, many of those mentioning
 the tools' words ("the north door looks old") to catch a model that matches words, not intent:
 
@@ -78,6 +78,11 @@ the tools' words ("the north door looks old") to catch a model that matches word
   way, kept out of every run until it judged the work that followed tailor's judgement (words
   in single quotes or after a colon, what needs doing, "true for", counts in pairs), a
   development set since.
+- **temple** (`data/temple_sealed.json`, 60 lines, 6 tools, the priestess of a village
+  temple; sha256 875d04521fdba9993caf0c8367fad02b6ef18275b2f5466945e1e4e6745d727c): written
+  sealed the same way, kept out of every run until it judged the work that followed
+  postoffice's judgement (lines withdrawing or supposing, a flag's side denied with "no",
+  "saying", "send her"), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -381,7 +386,7 @@ GUARDHOUSE = load_set(_DATA / "guardhouse_sealed.json", _JUDGED)
 CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
 TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
 POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
-TEMPLE = load_set(_DATA / "temple_sealed.json")
+TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

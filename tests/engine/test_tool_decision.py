@@ -2137,3 +2137,53 @@ def test_a_line_sending_the_last_call_elsewhere_keeps_its_message_and_takes_the_
     line = "Send them to the market square instead, saying the wedding is off."
     new = ss.Fill("", "", ")", line, avoid, False, ("the wedding is moved to Sunday",))
     assert ss.string_values(new, message)[0] == "the wedding is off"
+
+
+def test_how_long_and_auxiliaries_say_nothing_of_a_tool() -> None:
+    candles = tl.ToolDefinition(
+        "light_candles",
+        "Light candles and pray for someone.",
+        [
+            tl.ToolParamDefinition("for_whom", "string", "The person the candles are for."),
+            tl.ToolParamDefinition("count", "integer", "How many candles."),
+            tl.ToolParamDefinition(
+                "prayer", "string", "'remembrance' for someone who has died.", enum=["remembrance"]
+            ),
+        ],
+    )
+    tend = tl.ToolDefinition(
+        "tend_ailment",
+        "Treat a sick person.",
+        [tl.ToolParamDefinition("patient", "string", "The person who needs care.")],
+    )
+    tools = [candles, tend]
+    # "three days" is how long, and no person is a thing counted.
+    assert sw.counted_words(tools, "She's had a headache for three days now.") == [0.0, 0.0]
+    assert sw.counted_words(tools, "Light three candles.")[0] > 0
+    # "has" in "someone who has died" is no word of the tool's.
+    assert sw.shared_words(tools, "Old Mother Greave has taken a bad fall.") == [0.0, 0.0]
+
+
+def test_a_proper_name_another_argument_took_is_not_this_ones() -> None:
+    complaint = tl.ToolParamDefinition("complaint", "string", "The illness or injury.")
+    line = "Old Mother Greave has taken a bad fall in her cottage by the mill."
+    avoid = frozenset({"tend", "complaint"})
+    fill = ss.Fill("", "", ")", line, avoid, False, taken=frozenset({"mother", "greave"}))
+    values = ss.string_values(fill, complaint)
+    assert "taken a bad fall" in values and "Mother Greave" not in values
+
+
+def test_a_question_asking_to_do_something_to_a_thing_in_particular_is_a_request() -> None:
+    unsure = FixedRequest(-0.2)  # talk, but within SURE of the boundary
+    tools = [PASS_MESSAGE, GATE]
+    for line in (
+        "The east gate is stuck, can you open it?",
+        "Could you look at it, the east gate?",
+    ):
+        (call,) = run(unsure, node(tools=tools), line)["calls"]
+        assert call.tool_name == "set_gate", line
+    # Not a question of what the NPC can believe, nor one about no thing in particular.
+    for line in ("Can you believe this weather?", "Can you open gates?"):
+        assert run(unsure, node(tools=tools), line)["calls"] == [], line
+    # Sure talk stays talk.
+    assert run(FixedRequest(-2.0), node(tools=tools), "Can you open it?")["calls"] == []

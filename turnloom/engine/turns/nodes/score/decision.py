@@ -155,6 +155,16 @@ _ASKED = re.compile(
     r"(?:\s+(?:do|does|did|is|are|was|were|has|have)\b|'s\b|'re\b)",
     re.IGNORECASE,
 )
+#: A question asking the NPC to do something to a thing or someone in particular ("Burned my
+#: arm at the forge, can you look at it?", "Could you unlock my chest?"): a request, where
+#: "Can you open gates?" asks what the NPC can do.
+_ASKS_TO_DO = re.compile(
+    r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+    r"(?!(?:tell|teach|show|believe|imagine|guess|hear|see|feel|remember|say)\b)\w+\s+"
+    r"(?:(?:at|to|after|over|into|up|out|in|on|for)\s+)?"
+    r"(?:(?:it|him|her|them|this|that|these|those)\b|(?:my|our)\s)",
+    re.IGNORECASE,
+)
 #: A question asking leave to ask ("Can I ask who I should talk to?"), or one whose "can"
 #: follows its question word ("Where can I find the road to Kell?"): it asks to be told.
 _ASKS_LEAVE = re.compile(
@@ -252,6 +262,7 @@ async def decide_by_score(
     goes_on = after and _GOES_ON.match(line) is not None
     ordered = ordered or goes_on
     requested = asks > 0 or (not question and asks > -SURE and ordered)
+    requested = requested or (asks > -SURE and _ASKS_TO_DO.search(line) is not None)
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
     same = after and _SAME.match(line) is not None

@@ -207,12 +207,12 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
     # Sea Lark") names one thing the line is about: an object takes it whole, not a word
     # beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in Port
-    # Hollin"), nor a name after "for" or "to" (whom or where it goes, not what).
+    # Hollin"), nor a name after "for" or "to", nor one another argument took.
     elif not message and not takes_person(param):
         # Where a place argument takes the place ("in Port Sabra"), this one takes another;
         # a person is no place ("Black Jory robbed my uncle on the King's Road").
         person = "person" in declared
-        proper = [v for v in found if is_proper(fill.line, v)]
+        proper = [v for v in found if is_proper(fill.line, v) and not fill.taken & _words(v)]
         if fill.place_elsewhere or person:
             within = _WAS_AT if person else _WITHIN
             proper = [v for v in proper if not _placed(fill.line, v, within)]

@@ -49,13 +49,14 @@ from functools import lru_cache
 import snowballstemmer
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
-from .numbers import DAY_SPANS, counts_days
+from .numbers import DAY_SPANS, TIME_UNITS, counts_days, singular
 from .values import (
     DETERMINERS,
     FILLER,
     SENTENCE_WORDS,
     WORD,
     counted_nouns,
+    declared_words,
     enum_values,
     is_name,
     is_sentence,
@@ -88,6 +89,8 @@ _SILENT = FILLER | frozenset(
     [
         *words("out up off down over away back true false them someone something one many few"),
         *words("set get e.g"),
+        # Auxiliaries: "someone who has died" says nothing of a line's "has taken a bad fall".
+        *words("has had was were been"),
         # What any request may say ("I'd like..."): no word of one tool or value.
         "like",
         # Where, not what: "behind the tavern" asks nothing of "the door behind the barracks".
@@ -250,6 +253,8 @@ def counted_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
         if not stems:
             continue
         units = [i for i, tool in enumerate(tools) if _counts_in(tool, noun, stems)]
+        if not units and singular(noun[0]) in TIME_UNITS:  # "for three days": how long, no thing
+            continue
         takers = units or [i for i, tool in enumerate(tools) if _takes_object(tool, stems)]
         for i in takers:
             weights[i] += math.log((len(tools) + 1) / len(takers))
@@ -292,7 +297,7 @@ def _takes_object(tool: ToolDefinition, stems: frozenset[str]) -> bool:
         if values and stems & _stems(" ".join(values)):
             return True
         # Not a name nor a person: a number counts things, not whose they are.
-        whose = is_name(param) or takes_person(param)
+        whose = is_name(param) or takes_person(param) or "person" in declared_words(param)
         if param.type == "string" and not (values or whose or is_sentence(param, _MESSAGE)):
             return True
     return False

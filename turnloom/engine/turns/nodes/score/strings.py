@@ -25,10 +25,23 @@ from .names import (
     subjects,
     with_street,
 )
-from .numbers import singular
+from .said import (
+    PLACE_ENDS,
+    PLACES,
+    WAS_AT,
+    WITHIN,
+    in_reason,
+    is_for_whom,
+    is_inside,
+    is_placed,
+    is_titled,
+    singular_words,
+    starts_longer,
+    starts_with,
+    words_of,
+)
 from .sentences import asked_order, labelled
 from .values import (
-    FILLER,
     MORE,
     SENTENCE_WORDS,
     WORD,
@@ -51,34 +64,9 @@ __all__ = ["CORRECTION", "MESSAGE", "SAME_FOR", "Fill", "is_message", "string_va
 MESSAGE = SENTENCE_WORDS - {"what"}
 #: A correction of the last call: "Actually, make it urgent", "Make that the blue one".
 CORRECTION = re.compile(r"\bmake (?:it|that|them|those)\s+([^,.;:!?]*)", re.IGNORECASE)
-#: A clause that gives a reason after an order: a comma (or "because"), then its own subject,
-#: someone else, and verb ("..., Ilsa sprained her ankle.", "..., he's gone home sick.",
-#: "because it's late", "..., my wife's gone into labour!"), to the sentence's end. Its words
-#: say why, not what: no value is in it. What the speaker says of themselves may be the
-#: request ("Hi Marta, I'd like the blue dress").
-_REASON = re.compile(
-    r"(?:,\s*|\bbecause\s+|\bsince\s+)"
-    r"(?:(?:he|she|it|they|there|somebody|someone|everyone|everybody|nobody)(?:'\w+)?\b"
-    r"|[A-Z][\w-]*(?:'s)?\s+(?=[a-z])(?!of\s)"
-    r"|(?:my|his|her|our|their|your)\s+[\w-]+(?:'s|\s+(?:is|are|was|were|has|have|had))\b)"
-    r"[^.;!?]*"
-)
 #: A line that does again what the last call did for another ("Same for the Gravedigger.",
 #: "The same for Hollis."): what follows "for" is the argument, not whom it is for.
 SAME_FOR = re.compile(r"\b(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)
-#: An "'s" after a value, the word after it and the one after that.
-_OWNED = re.compile(r"'s\s+(?P<next>[\w'-]+)(?:\s+(?P<then>[\w'-]+))?")
-#: Words that follow an "'s" standing for "is" or "has", never a thing owned: adverbs,
-#: particles, articles and the participles of "be", "get" and "go".
-_AFTER_IS = frozenset(
-    WORD.findall(
-        "not still just always never already again too so very here there off out away back in "
-        "on at up down over a an the been got gone now today tonight"
-    )
-)
-#: Words that open a noun phrase, after which a capitalised word is a title or a thing's name
-#: ("the Prince", "our Gravedigger"): a person's name takes none.
-_TITLE_OPENERS = r"(?:the|my|our|your|his|her|their)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +134,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # the earlier call's value stays.
     reasons_only = False
     if not message:
-        unreasoned = [v for v in found if not _in_reason(fill.line, v)]
+        unreasoned = [v for v in found if not in_reason(fill.line, v)]
         reasons_only = bool(found) and not unreasoned
         found = unreasoned or found
     # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
@@ -164,7 +152,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # Sal the same." pays Sal.
     # "Same for X" does it again for X: X is the value ("Same for the Gravedigger.").
     same = SAME_FOR.search(fill.line) is not None
-    named = found if same else [v for v in found if not _for_whom(fill.line, v)]
+    named = found if same else [v for v in found if not is_for_whom(fill.line, v)]
     # More of the same is more of an earlier object, not of whom it is for: "And two more for
     # Rosa's crew." hands out the pickaxes again; a person or a name is the one it is for, if
     # the line names one ("Do the same for Hollis.", not "two more for him"), and no earlier
@@ -174,7 +162,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     for_whom = [v for v in found if v not in named] if not reasons_only else []
     someone = (whom or "person" in declared) and for_whom
     # Nor a place, where the line says where ("he's at the market square. Send them there").
-    anew = a_place and any(_placed(fill.line, v) for v in found)
+    anew = a_place and any(is_placed(fill.line, v) for v in found)
     earlier = [] if ((named or someone) and not reasons_only) or anew else kept
     if earlier and MORE.search(fill.line) and not message:
         return list(dict.fromkeys(earlier))
@@ -188,19 +176,19 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     if fill.numeric and not message and not (whom or a_place):
         # Not what the count is counted in ("One bottle.", "5 flasks" for a count of "bars,
         # bottles, jars or flasks"): the thing is the oil.
-        found = [v for v in found if not _singular_words(v) <= fill.units] or found
+        found = [v for v in found if not singular_words(v) <= fill.units] or found
         counted = [fill.line[at:] for at in after_numbers(fill.line)]
-        found = [v for v in found if any(_starts(rest, v) for rest in counted)] or found
+        found = [v for v in found if any(starts_with(rest, v) for rest in counted)] or found
     # A place is where the line sends something ("to the Isle of Kerrow", "bound for Port
     # Amberly"), all of its name ("of" may be in it, not "with": "to Ashford with word"): not a
     # word that starts a longer one.
     if a_place:
-        placed = [v for v in found if _placed(fill.line, v) and not _PLACE_ENDS & _words(v)]
+        placed = [v for v in found if is_placed(fill.line, v) and not PLACE_ENDS & words_of(v)]
         # Beside whom it is for, "to" says whom and "in" or "at" where ("Same message to
         # Bashir the farrier in Port Sabra.").
         if fill.whom_elsewhere:
-            placed = [v for v in placed if _placed(fill.line, v, _WITHIN)] or placed
-        found = [v for v in placed if not any(_starts_longer(o, v) for o in placed)] or found
+            placed = [v for v in placed if is_placed(fill.line, v, WITHIN)] or placed
+        found = [v for v in placed if not any(starts_longer(o, v) for o in placed)] or found
         # A place goes on with the street or the quarter it is in: "the fish market on Cobble
         # Lane".
         found = [with_street(fill.line, v) for v in found]
@@ -212,16 +200,16 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         # Where a place argument takes the place ("in Port Sabra"), this one takes another;
         # a person is no place ("Black Jory robbed my uncle on the King's Road").
         person = "person" in declared
-        proper = [v for v in found if is_proper(fill.line, v) and not fill.taken & _words(v)]
+        proper = [v for v in found if is_proper(fill.line, v) and not fill.taken & words_of(v)]
         if fill.place_elsewhere or person:
-            within = _WAS_AT if person else _WITHIN
-            proper = [v for v in proper if not _placed(fill.line, v, within)]
+            within = WAS_AT if person else WITHIN
+            proper = [v for v in proper if not is_placed(fill.line, v, within)]
         found = proper or found
         # So does a capitalised word after an article or a possessive, a title or a name
         # ("the Prince", "our Gravedigger"), not a person's name (which takes none), and not
         # where the thing goes ("to the Mill").
         if not person:
-            found = [v for v in found if _titled(fill.line, v)] or found
+            found = [v for v in found if is_titled(fill.line, v)] or found
     # An owner is the one the line says something is of: "The magistrate's horse", "board
     # mistress odile's mare".
     if is_owner(param):
@@ -243,11 +231,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     if a_name:
         named = [v for v in found if capitalised(fill.line, v)]
         # Beside a place argument, "to" says whom: "Same message to Bashir in Port Sabra."
-        places = _WITHIN if fill.place_elsewhere else _PLACES
-        placed = [v for v in named if _placed(fill.line, v, places)]
-        unplaced = [v for v in named if v not in placed and not any(_inside(v, o) for o in placed)]
+        places = WITHIN if fill.place_elsewhere else PLACES
+        placed = [v for v in named if is_placed(fill.line, v, places)]
+        unplaced = [
+            v for v in named if v not in placed and not any(is_inside(v, o) for o in placed)
+        ]
         # All of a name, not a word of it: "the Maiden of Corrow", not "Maiden".
-        unplaced = [v for v in unplaced if not any(_inside(v, o) for o in unplaced)]
+        unplaced = [v for v in unplaced if not any(is_inside(v, o) for o in unplaced)]
         written = unplaced or subjects(fill.line, fill.avoid) or named
         # A line that names no one describes them: "for whoever's been stealing horses".
         written = written or [m.group(0).strip() for m in DESCRIBED.finditer(fill.line)]
@@ -260,60 +250,11 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     found = [v for v in found if _names(fill.line, v, param.name)] or found
     found = people_said_whole(fill.line, param, found, fill.taken)
     if fill.taken:
-        free = [v for v in found if not fill.taken & _words(v)]
+        free = [v for v in found if not fill.taken & words_of(v)]
         if not free and kept:  # "Tell the Crimson Pike too.": only whom, the message as before
             return kept[-1:]
         found = free or found
     return list(dict.fromkeys([*found, *earlier]))
-
-
-#: Words a place follows ("all the way from Hollin Cross", "bound for Port Amberly"), and
-#: those a place something is in follows.
-_PLACES = r"from|to|at|in|into|near|past|bound\s+for"
-#: Words a place a person was at follows ("on the King's Road"): no person.
-_WAS_AT = rf"{_PLACES}|on|along"
-_WITHIN = r"from|at|in|near"
-
-
-def _placed(line: str, value: str, places: str = _PLACES) -> bool:
-    """Whether `value` is said in `line` only as a place: after one of `places`."""
-    found = re.finditer(re.escape(value), line)
-    before = rf"\b(?:{places})\s+(?:the\s+)?$"
-    return all(re.search(before, line[: m.start()], re.I) for m in found)
-
-
-def _titled(line: str, value: str) -> bool:
-    """Whether `value` is a title or a thing's name in `line`: capitalised, opening no
-    sentence, after an article or a possessive ("the Prince", "Our Gravedigger's drunk"), not
-    after "to" ("to the Mill": where, not what)."""
-    if not capitalised(line, value):
-        return False
-    said = rf"(?<!\bto\s)\b(?i:{_TITLE_OPENERS})\s+{re.escape(value)}(?![\w-])(?P<after>.*)"
-    found = re.search(said, line)
-    if found is None:
-        return False
-    # An owner is not the thing: "the King's crown" is a crown; "Our Gravedigger's drunk
-    # again" is the Gravedigger ('s for "is").
-    owned = _OWNED.match(found["after"])
-    return owned is None or _is_said_of(owned["next"], owned["then"] or "")
-
-
-def _is_said_of(word: str, then: str) -> bool:
-    """Whether the word after an "'s" (`word`, then `then`) says something of its owner ("is"
-    or "has": "'s drunk again", "'s gone", "'s not here"), not what it owns ("'s crown"): a
-    word of a closed class (`_AFTER_IS`), a participle or an adverb by its ending, or one an
-    adverb of time follows."""
-    low = word.lower()
-    ending = len(low) > 4 and low.endswith(("ed", "ing", "ly", "en"))
-    return low in _AFTER_IS or ending or then.lower() in _AFTER_IS
-
-
-def _in_reason(line: str, value: str) -> bool:
-    """Whether every place `line` says `value` lies in a clause giving a reason (`_REASON`:
-    "..., Ilsa sprained her ankle.")."""
-    clauses = [(m.start(), m.end()) for m in _REASON.finditer(line)]
-    places = [m.start() for m in re.finditer(re.escape(value), line)]
-    return bool(places) and all(any(a <= at < b for a, b in clauses) for at in places)
 
 
 def _addressed(line: str, value: str, name: str) -> bool:
@@ -360,41 +301,3 @@ def _names(line: str, value: str, name: str) -> bool:
         return False
     after = rf"{re.escape(value)}\s+{re.escape(said)}s?(?![\w'-])"
     return re.search(after, line, re.IGNORECASE) is not None
-
-
-def _for_whom(line: str, value: str) -> bool:
-    """Whether `value` is said of whom something is for in `line`: in a phrase that "for"
-    opens, to the clause's end ("for my friend", "for Rosa's crew", "for the north gate
-    guards")."""
-    said = rf"\bfor\s+(?:[^,.;:!?]*?\s)?{re.escape(value)}(?:'s)?(?![\w'-])"
-    return re.search(said, line, re.IGNORECASE) is not None
-
-
-#: Words a place's name does not run across ("Ashford with word" is Ashford).
-_PLACE_ENDS = FILLER - {"of", "the"}
-
-
-def _inside(words: str, text: str) -> bool:
-    """Whether `words` are some of the whole words of the longer `text`."""
-    found = re.search(rf"(?<![\w'-]){re.escape(words)}(?![\w'-])", text)
-    return len(text) > len(words) and found is not None
-
-
-def _singular_words(text: str) -> set[str]:
-    """The words of `text`, lowercase and singular."""
-    return {singular(w) for w in _words(text)}
-
-
-def _words(text: str) -> set[str]:
-    """The words of `text`, lowercase."""
-    return {w.lower() for w in WORD.findall(text)}
-
-
-def _starts_longer(text: str, words: str) -> bool:
-    """Whether `text` is `words` and more words ("St. Ebba's Rock" after "St")."""
-    return len(text) > len(words) and text.startswith(words) and not text[len(words)].isalnum()
-
-
-def _starts(text: str, words: str) -> bool:
-    """Whether `text` starts with the whole words `words` ("gold" does not start with "go")."""
-    return text.startswith(words) and not WORD.match(text[len(words) :])

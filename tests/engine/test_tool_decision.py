@@ -22,7 +22,6 @@ from turnloom.engine.turns.nodes.score import errands as se
 from turnloom.engine.turns.nodes.score import names as sn_names
 from turnloom.engine.turns.nodes.score import numbers as sn
 from turnloom.engine.turns.nodes.score import request as sr
-from turnloom.engine.turns.nodes.score import said
 from turnloom.engine.turns.nodes.score import sentences as sse
 from turnloom.engine.turns.nodes.score import strings as ss
 from turnloom.engine.turns.nodes.score import tool_prompt as tp
@@ -1393,10 +1392,10 @@ def test_a_reason_clause_holds_no_value() -> None:
 def test_a_capitalised_word_after_an_article_or_possessive_is_a_title() -> None:
     assert _parts("Brennan has a fever. Find someone for the Miller.") == ["Miller"]
     assert _parts("Our Jester's ill again. Is anyone free?") == ["Jester"]
-    assert not said.is_titled("Carry the crates to the Mill.", "Mill")  # where, not what
-    assert not said.is_titled("Fetch the King's crown.", "King")  # an owner, not the thing
-    assert said.is_titled("Our Jester's gone home.", "Jester")  # 's for "has"
-    assert not said.is_titled("The Miller is ill.", "The Miller")  # opens the sentence
+    assert not sn_names.is_titled("Carry the crates to the Mill.", "Mill")  # where, not what
+    assert not sn_names.is_titled("Fetch the King's crown.", "King")  # an owner, not the thing
+    assert sn_names.is_titled("Our Jester's gone home.", "Jester")  # 's for "has"
+    assert not sn_names.is_titled("The Miller is ill.", "The Miller")  # opens the sentence
 
 
 PARTS_SENT = [

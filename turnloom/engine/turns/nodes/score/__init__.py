@@ -2,7 +2,7 @@
 and its arguments, each chosen by comparing the model's likelihood of the candidates rather
 than by generating a call (`decision` runs it, with the tool step's prompt from
 `tool_prompt`; `request` asks whether the line asks for anything at all; `arguments` fills the
-call, from the numbers (`numbers`), spans (`values`, `strings`, and how the line says them:
-`said`), names (`names`) and words (`words`, `errands`) the line offers; `calibration` scores
+call, from the numbers (`numbers`), spans (`values`, `strings`), names and how the line says
+a span (`names`) and words (`words`, `errands`) the line offers; `calibration` scores
 candidates against content-free inputs and reads what a boolean's values mean; `sentences`
 cuts the line before it is asked about)."""

@@ -1,8 +1,9 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-two sets, each with its own tools (string, integer, boolean and enum arguments between them)
-and lines of which about half call for one tool and the rest for none, many of those mentioning
-the tools' words ("the north door looks old") to catch a model that matches words, not intent:
+Twenty-three sets, each with its own tools (string, integer, boolean and enum arguments between
+them) and lines of which about half call for one tool and the rest for none, many of those
+mentioning the tools' words ("the north door looks old") to catch a model that matches words,
+not intent:
 
 - **game** (44 lines, 4 tools): the set the `score` decision was developed on;
 - **shop** (22 lines, 3 tools): the customer lines of `bench.llama_bench`, looked at while
@@ -83,6 +84,11 @@ the tools' words ("the north door looks old") to catch a model that matches word
   sealed the same way, kept out of every run until it judged the work that followed
   postoffice's judgement (lines withdrawing or supposing, a flag's side denied with "no",
   "saying", "send her"), a development set since.
+- **lodge** (`data/lodge_sealed.json`, 60 lines, 6 tools, the keeper of a hunting lodge at
+  the edge of a forest; sha256 18a37153e9968ccef1acbd9d0812afeb668acfd0e014dc4b9049caf8be7064ad):
+  written sealed the same way, kept out of every run until it judged the work that followed
+  temple's judgement (corrections after a call, questions of where, "can you look at it?",
+  described defaults, people said whole), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -387,7 +393,7 @@ CIRCUS = load_set(_DATA / "circus_sealed.json", _JUDGED)
 TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
 POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
 TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
-LODGE = load_set(_DATA / "lodge_sealed.json")
+LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -1861,11 +1861,14 @@ def test_a_line_withdrawing_or_supposing_asks_for_nothing() -> None:
     sure = FixedRequest(1.0)  # the request step hears a request in every line
     for line in ("Never mind, I'll ride there myself tomorrow.",
                  "Don't send anything yet, I'm still writing the letter.",
-                 "If I bought twenty gate passes, would you give me a discount?"):  # fmt: skip
+                 "If I bought twenty gate passes, would you give me a discount?",
+                 "I don't need the gate open, I'm camping by the stream tonight.",
+                 "No need to pass any message, she already knows."):  # fmt: skip
         out = run(sure, node(tools=[PASS_MESSAGE, GATE]), line)
         assert out["calls"] == [], line
     # A clause after it that opens with a tool's verb still orders; "Don't forget" asks.
-    for line in ("Never mind the pass, open the east gate.", "Don't forget to open the east gate."):
+    for line in ("Never mind the pass, open the east gate.", "Don't forget to open the east gate.",
+                 "I don't need a pass, just open the east gate."):  # fmt: skip
         assert run(sure, node(tools=[PASS_MESSAGE, GATE]), line)["calls"], line
 
 
@@ -2043,6 +2046,9 @@ def test_a_flag_the_line_says_nothing_of_is_its_described_default_and_unread() -
     assert sc.described_default(RUNNER.parameters[1].description) is False
     assert sc.described_default("Whether to hurry; defaults to true.") is True
     assert sc.described_default("True to hurry, false to dawdle.") is None
+    stable = "True if their horse should be stabled as well; false if not (default false)."
+    assert sc.described_default(stable) is False
+    assert sc.boolean_phrases(stable) == ("their horse should be stabled as well", "not")
     # Waiting for a reply is no urgency; "cannot wait" is.
     assert not sc.is_urgency(RUNNER.parameters[1])
     assert sc.is_urgency(tl.ToolParamDefinition("now", "boolean", "true if it cannot wait."))
@@ -2187,3 +2193,82 @@ def test_a_question_asking_to_do_something_to_a_thing_in_particular_is_a_request
         assert run(unsure, node(tools=tools), line)["calls"] == [], line
     # Sure talk stays talk.
     assert run(FixedRequest(-2.0), node(tools=tools), "Can you open it?")["calls"] == []
+
+
+def test_a_name_runs_across_a_point_only_after_a_title() -> None:
+    line = "My brother and I want to see the old watchtower on Grey Ridge. Could you guide us?"
+    assert sn_names.with_street(line, "old watchtower") == "old watchtower on Grey Ridge"
+    assert sn_names.proper_names("Thanks, Pip. Blessings on you, Mr. Hobb.", frozenset()) == [
+        "Pip",
+        "Mr. Hobb",
+    ]
+
+
+def test_a_thing_does_not_start_with_what_the_tool_counts_in() -> None:
+    beast = tl.ToolParamDefinition("beast", "string", "The creature the bounty is for.")
+    avoid = frozenset({"post", "bounty", "beast", "reward", "urgent"})
+    units = frozenset({"reward", "offered", "gold", "crown"})
+    for line, thing in (
+        ("I'd like to post a bounty of thirty gold on the boar that wrecked our camp.", "boar"),
+        ("There's a wyvern over the meadow! Forty crowns is all I have, post it quick!", "wyvern"),
+    ):
+        fill = ss.Fill("", "", ")", line, avoid, True, units=units)
+        values = ss.string_values(fill, beast)
+        assert thing in values, line
+        assert not [v for v in values if v.split()[0].lower() in ("gold", "crowns")], values
+
+
+def test_a_thing_said_as_where_it_came_from_is_no_title() -> None:
+    line = "Something's been taking sheep from the Lowe farm. Put up a bounty for the grey wolf."
+    assert not sn_names.is_titled(line, "Lowe")
+    assert sn_names.is_titled("Wake the Prince, the bells are ringing.", "Prince")
+
+
+def test_a_message_may_follow_a_say_that_opens_a_sentence() -> None:
+    line = "Could your bird carry a note to Captain Rusk? Just say the north road is blocked."
+    assert sv.clauses(line) == ["the north road is blocked"]
+    assert sv.clauses("Send word to Mother, say I am well.") == ["I am well"]
+    assert sv.clauses("I must say, your bird is lovely.") == []
+
+
+def test_a_change_pointing_back_at_the_last_things_may_mean_it_again() -> None:
+    animal = tl.ToolParamDefinition("animal", "string", "The game the visitor brought in.")
+    line = "On second thought, smoke it instead, I'll eat it on the road."
+    avoid = frozenset({"prepare", "game", "animal", "treatment", "smoke", "roast"})
+    fill = ss.Fill("", "", ", ", line, avoid, False, earlier=("this pheasant",))
+    assert "this pheasant" in ss.string_values(fill, animal)
+    # A line that names another thing without pointing back names that one.
+    fill = ss.Fill("", "", ", ", "Roast the hare too.", avoid, False, earlier=("this pheasant",))
+    assert "this pheasant" not in ss.string_values(fill, animal)
+
+
+def test_a_place_is_its_capitalised_name_not_the_words_after_it_nor_a_verb() -> None:
+    where = tl.ToolParamDefinition("destination", "string", "The place to be guided to.")
+    avoid = frozenset({"guide", "party", "destination", "size", "set", "out"})
+    line = "Would you lead the three of us to Mossbank Falls first thing tomorrow?"
+    values = ss.string_values(ss.Fill("", "", ", ", line, avoid, True), where)
+    assert "Mossbank Falls" in values and "Mossbank Falls first thing" not in values
+    line = "My brother and I want to see the old watchtower on Grey Ridge. Could you guide us?"
+    values = ss.string_values(ss.Fill("", "", ", ", line, avoid, True), where)
+    assert not [v for v in values if v.startswith("see")], values
+    line = "Guide us to the charcoal burners' camp tonight, half a dozen of us."
+    values = ss.string_values(ss.Fill("", "", ", ", line, avoid, True), where)
+    assert "charcoal burners' camp" in values and not [v for v in values if "tonight" in v]
+    line = "There's four of us and we need to reach Wren's Crossing before the rain does."
+    values = ss.string_values(ss.Fill("", "", ", ", line, avoid, True), where)
+    assert "Wren's Crossing" in values and not [v for v in values if "before" in v]
+    # A name may go on with lowercase words inside it.
+    line = "Guide us to Bir el Hamra at first light."
+    assert "Bir el Hamra" in ss.string_values(ss.Fill("", "", ", ", line, avoid, True), where)
+
+
+def test_a_time_of_day_said_in_other_words_explains_its_value() -> None:
+    said = (
+        "When to leave: 'dawn' for first light or early tomorrow morning, 'midday' for around "
+        "noon, 'dusk' for evening or nightfall, 'now' for leaving immediately."
+    )
+    times = ("dawn", "midday", "dusk", "now")
+    assert sv.explained(said, times, "Guide us to the camp tonight once the sun's down.") == [
+        "dusk"
+    ]
+    assert sv.explained(said, times, "Lead us out at sunrise.") == ["dawn"]

@@ -247,13 +247,16 @@ _BOOLEAN_PHRASES = re.compile(
     re.IGNORECASE,
 )
 #: A boolean's description naming its default: "false (the default)", "defaults to true",
-#: "true by default".
+#: "true by default", "(default false)".
 _DEFAULT = re.compile(
     r"\b(?P<value>true|false)\s*\((?:the\s+)?default\)"
+    r"|\(\s*default(?:\s+is|:)?\s+(?P<paren>true|false)\s*\)"
     r"|\bdefaults?\s+(?:to|is)\s+(?P<to>true|false)\b"
     r"|\b(?P<by>true|false)\s+by\s+default\b",
     re.IGNORECASE,
 )
+#: An aside naming a default ("(default false)", "(the default)").
+_DEFAULT_ASIDE = re.compile(r"\s*\([^)]*\bdefault\b[^)]*\)", re.IGNORECASE)
 #: Where a tool's description offers two things to do ("Light the torch or put it out.").
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 
@@ -268,7 +271,9 @@ def boolean_phrases(description: str, tool_description: str = "") -> tuple[str, 
     it."""
     said = {"true": "", "false": ""}
     for found in _BOOLEAN_PHRASES.finditer(description):
-        said[found.lastgroup or ""] = found.group(found.lastgroup or 0)
+        # Less an aside naming the default: "false if not (default false)" says "not".
+        phrase = found.group(found.lastgroup or 0)
+        said[found.lastgroup or ""] = _DEFAULT_ASIDE.sub("", phrase).strip()
     known = said["true"] or said["false"]
     if known and not (said["true"] and said["false"]):
         sides = _ALTERNATIVES.split(one_line(tool_description).rstrip(". "), maxsplit=1)

@@ -129,9 +129,13 @@ _TELL_ME = re.compile(
     r"\W*(?:(?:can|could|would|will)\s+you\s+)?(?:please\W+)?(?:tell|teach)\s+(?:me|us)\b",
     re.IGNORECASE,
 )
-#: A line that opens by withdrawing or forbidding ("Never mind, ...", "Don't send anything
-#: yet"; not "Don't forget to...").
-_WITHDRAWS = re.compile(r"\W*(?:never\s*mind\b|(?:don't|do\s+not)\s+(?!forget\b))", re.I)
+#: A line that opens by withdrawing, forbidding or declining ("Never mind, ...", "Don't send
+#: anything yet", "I don't need a room, I'm camping by the stream."; not "Don't forget to...").
+_WITHDRAWS = re.compile(
+    r"\W*(?:never\s*mind\b|(?:don't|do\s+not)\s+(?!forget\b)|no\s+need\b"
+    r"|(?:i|we)\s+(?:don't|do\s+not)\s+(?:need|want)\b)",
+    re.I,
+)
 #: A line that is one question about what would happen if: "If I bought twenty stamps, would
 #: you give me a discount?", "If my horse went lame, would you be able to heal it?"
 _SUPPOSES = re.compile(r"\W*if\s+(?:i|we|my|our)\b[^.!?]*\?\s*$", re.IGNORECASE)

@@ -30,8 +30,8 @@ _TELLS = re.compile(
     re.IGNORECASE,
 )
 #: A line sending someone or something to a named place: "across to Highcliff Harbour",
-#: "bound for Port Amberly", "ride to Kell's Ferry".
-_SENDS_TO = re.compile(r"\b(?:to|towards?|bound\s+for)\s+(?:the\s+)?[A-Z]")
+#: "bound for Port Amberly", "ride to Kell's Ferry", "we need to reach Wren's Crossing".
+_SENDS_TO = re.compile(r"\b(?:to|towards?|bound\s+for|reach)\s+(?:the\s+)?[A-Z]")
 
 
 def telling_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:

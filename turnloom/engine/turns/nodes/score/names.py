@@ -201,9 +201,9 @@ _AFTER_IS = frozenset(
 _TITLE_OPENERS = r"(?:the|my|our|your|his|her|their)"
 
 
-#: Words a place follows ("all the way from Hollin Cross", "bound for Port Amberly"), and
-#: those a place something is in follows.
-PLACES = r"from|to|at|in|into|near|past|bound\s+for"
+#: Words a place follows ("all the way from Hollin Cross", "bound for Port Amberly", "reach
+#: Wren's Crossing"), and those a place something is in follows.
+PLACES = r"from|to|at|in|into|near|past|bound\s+for|reach"
 #: Words a place a person was at follows ("on the King's Road"): no person.
 WAS_AT = rf"{PLACES}|on|along"
 #: Words a place something is in follows ("to Bashir the farrier in Port Sabra").
@@ -220,10 +220,10 @@ def is_placed(line: str, value: str, places: str = PLACES) -> bool:
 def is_titled(line: str, value: str) -> bool:
     """Whether `value` is a title or a thing's name in `line`: capitalised, opening no
     sentence, after an article or a possessive ("the Prince", "Our Gravedigger's drunk"), not
-    after "to" ("to the Mill": where, not what)."""
-    if not capitalised(line, value):
+    said as a place ("to the Mill", "from the Lowe farm": where, not what)."""
+    if not capitalised(line, value) or is_placed(line, value):
         return False
-    said = rf"(?<!\bto\s)\b(?i:{_TITLE_OPENERS})\s+{re.escape(value)}(?![\w-])(?P<after>.*)"
+    said = rf"\b(?i:{_TITLE_OPENERS})\s+{re.escape(value)}(?![\w-])(?P<after>.*)"
     found = re.search(said, line)
     if found is None:
         return False

@@ -38,6 +38,7 @@ from .names import (
     with_street,
     words_of,
 )
+from .numbers import singular
 from .sentences import asked_order, labelled
 from .values import (
     MORE,
@@ -118,6 +119,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         return [order]
     longest = 8 if sentence else 4
     found = spans(fill.line, fill.avoid, fill.numeric, longest, strict=True)
+    if not sentence:
+        # A thing, a name or a place does not start with what the tool counts in ("thirty gold
+        # on the boar", "Forty crowns is all I have" for a reward in gold crowns), nor start or
+        # end with when ("the charcoal burners' camp tonight"); nor is a place a verb and its
+        # object ("to see the old watchtower").
+        place = is_place(param)
+        found = [v for v in found if not _loosely_cut(fill.line, v, fill.units, place)] or found
     # Nor a declared value said in two words ("the dry dock" for "drydock").
     found = [v for v in found if "".join(WORD.findall(v)).lower() not in fill.avoid]
     # The one the line is said to is not what it asks for: "Put it on my tab, Ilse." is said
@@ -162,6 +170,10 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # Nor a place, where the line says where ("he's at the market square. Send them there").
     anew = a_place and any(is_placed(fill.line, v) for v in found)
     earlier = [] if ((named or someone) and not reasons_only) or anew else kept
+    # A change to the last call that points back at its thing ("On second thought, smoke it
+    # instead", "Actually, raise that to twenty-five") may mean the same thing as before.
+    if kept and not (message or whom or a_place) and _POINTS_BACK.search(fill.line):
+        earlier = kept
     if earlier and MORE.search(fill.line) and not message:
         return list(dict.fromkeys(earlier))
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
@@ -186,6 +198,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         # Bashir the farrier in Port Sabra.").
         if fill.whom_elsewhere:
             placed = [v for v in placed if is_placed(fill.line, v, WITHIN)] or placed
+        # All of its name, but no more than a name said capitalised: "to Mossbank Falls first
+        # thing" goes to Mossbank Falls.
+        placed = [o for o in placed if not any(_runs_on(fill.line, v, o) for v in placed)]
         found = [v for v in placed if not any(starts_longer(o, v) for o in placed)] or found
         # A place goes on with the street or the quarter it is in: "the fish market on Cobble
         # Lane".
@@ -299,3 +314,39 @@ def _names(line: str, value: str, name: str) -> bool:
         return False
     after = rf"{re.escape(value)}\s+{re.escape(said)}s?(?![\w'-])"
     return re.search(after, line, re.IGNORECASE) is not None
+
+
+#: Words that say when, which no thing, name or place starts or ends with.
+_WHEN = frozenset(WORD.findall("tonight today tomorrow yesterday tonite"))
+#: Words that open a noun phrase, which a noun does not go on with ("that" may: "the boar
+#: that wrecked our camp").
+_OPENERS = frozenset(WORD.findall("the a an this these those my your our his her their"))
+#: The words a place follows (`PLACES`).
+_BEFORE_PLACES = frozenset(WORD.findall(PLACES))
+#: A line changing the last call that points back at its thing: "smoke it instead".
+_POINTS_BACK = re.compile(
+    r"\b(?:instead|actually|on second thought)\b.*\b(?:it|that|them|those)\b"
+    r"|\b(?:it|that|them|those)\b.*\binstead\b",
+    re.IGNORECASE,
+)
+
+
+def _loosely_cut(line: str, value: str, units: frozenset[str], place: bool) -> bool:
+    """Whether a span of `line` is cut loosely for a thing, a name or a `place`: it starts with
+    a word a count is counted in (`units`), starts or ends with when (`_WHEN`), or, for a
+    place, starts with a word a place follows ("reach Wren's Crossing") or a lowercase word the
+    line follows with what opens a noun phrase ("to see the old watchtower": "see", "see the
+    old watchtower")."""
+    said = WORD.findall(value)
+    low = [w.lower() for w in said]
+    opener = rf"(?<![\w'-]){re.escape(said[0])}\s+(?i:{'|'.join(_OPENERS)})\b"
+    verb_led = said[0].islower() and re.search(opener, line) is not None
+    verb_led = place and (verb_led or low[0] in _BEFORE_PLACES)
+    return singular(low[0]) in units or bool(_WHEN & {low[0], low[-1]}) or verb_led
+
+
+def _runs_on(line: str, name: str, longer: str) -> bool:
+    """Whether `longer` is the capitalised `name` and lowercase words after it in `line` ("Bir
+    el Hamra" is a name)."""
+    lowercase_end = longer.rsplit(maxsplit=1)[-1].islower()
+    return starts_longer(longer, name) and capitalised(line, name) and lowercase_end

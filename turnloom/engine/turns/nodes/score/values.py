@@ -85,7 +85,8 @@ TITLES = frozenset(("St", "Mr", "Mrs", "Ms", "Dr", "Mt"))
 SENTENCE_WORDS = frozenset(words("message text errand note reason says say what happened"))
 #: Words after which a message's content starts ("tell her that ...", "saying ...").
 _CLAUSE = re.compile(
-    r"(?:\bthat|\bsaying|:|\btell\s+(?:him|her|them|[A-Z][\w'-]*)\s+to)\s+([^.!?;]+)",
+    r"(?:\bthat|\bsaying|:|\btell\s+(?:him|her|them|[A-Z][\w'-]*)\s+to"
+    r"|(?:^|[.!?,;]\s*)(?:(?:just|and|then)\s+)?say)\s+([^.!?;]+)",
     re.IGNORECASE,
 )
 _ENUM = re.compile(r"one of:?\s*([^.;]+)", re.IGNORECASE)
@@ -130,8 +131,23 @@ def explained(description: str, enum: Sequence[str], line: str) -> list[str]:
 
 
 def _content(text: str) -> set[str]:
-    """The words of `text` that are no filler, lowercase and singular ("hulls": "hull")."""
-    return {singular(w) for w in {w.lower() for w in WORD.findall(text)} - FILLER}
+    """The words of `text` that are no filler, lowercase and singular ("hulls": "hull"), and
+    the time of day a word says (`_TIMES_OF_DAY`: "tonight" is in the evening)."""
+    found = {singular(w) for w in {w.lower() for w in WORD.findall(text)} - FILLER}
+    return found | {_TIMES_OF_DAY[w] for w in found if w in _TIMES_OF_DAY}
+
+
+#: Words for the same time of day, as a line or an explanation may say it ("'dusk' for evening
+#: or nightfall": "tonight").
+_TIMES_OF_DAY = {
+    word: f"<{time}>"
+    for time, said in (
+        ("morning", "morning dawn daybreak sunrise sunup"),
+        ("noon", "noon midday lunchtime"),
+        ("evening", "evening tonight dusk nightfall sundown sunset twilight"),
+    )
+    for word in said.split()
+}
 
 
 def after_numbers(line: str) -> set[int]:
@@ -248,8 +264,9 @@ def is_place(param: ToolParamDefinition) -> bool:
 
 
 def clauses(line: str) -> list[str]:
-    """What a line relays as a message: the words after "that", "saying", a colon or "tell
-    him to" ("tell Tom to bring the cart"), to the end of the sentence."""
+    """What a line relays as a message: the words after "that", "saying", a colon, "tell
+    him to" ("tell Tom to bring the cart") or a "say" that opens a sentence or a clause ("Just
+    say the north road is blocked."), to the end of the sentence."""
     return [" ".join(m.group(1).split()).strip(" ,") for m in _CLAUSE.finditer(line)]
 
 

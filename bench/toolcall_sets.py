@@ -394,6 +394,7 @@ TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
 POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
 TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
 LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
+ENCHANTER = load_set(_DATA / "enchanter_sealed.json")
 
 SETS = {
     s.name: s
@@ -421,5 +422,6 @@ SETS = {
         POSTOFFICE,
         TEMPLE,
         LODGE,
+        ENCHANTER,
     )
 }

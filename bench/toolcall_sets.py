@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-three sets, each with its own tools (string, integer, boolean and enum arguments between
+Twenty-four sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -89,6 +89,11 @@ not intent:
   written sealed the same way, kept out of every run until it judged the work that followed
   temple's judgement (corrections after a call, questions of where, "can you look at it?",
   described defaults, people said whole), a development set since.
+- **enchanter** (`data/enchanter_sealed.json`, 60 lines, 6 tools, an enchanter's shop of magic
+  in a market town; sha256 a34b1753643349942475cf71354bdb411ff4bcbdd5876421de4372285eff6947):
+  written sealed the same way, kept out of every run until it judged the work that followed
+  lodge's judgement (units, times and verbs at the edges of things and places, "Just say",
+  times of day in other words, a change pointing back, refusals), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -394,7 +399,7 @@ TAILOR = load_set(_DATA / "tailor_sealed.json", _JUDGED)
 POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
 TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
 LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
-ENCHANTER = load_set(_DATA / "enchanter_sealed.json")
+ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

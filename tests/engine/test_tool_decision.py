@@ -2052,6 +2052,9 @@ def test_a_flag_the_line_says_nothing_of_is_its_described_default_and_unread() -
     # Waiting for a reply is no urgency; "cannot wait" is.
     assert not sc.is_urgency(RUNNER.parameters[1])
     assert sc.is_urgency(tl.ToolParamDefinition("now", "boolean", "true if it cannot wait."))
+    assert sc.is_urgency(tl.ToolParamDefinition("loud", "boolean", "True to ring out at once."))
+    back = "True if it stays open for the way back; false if it closes once they are across."
+    assert not sc.is_urgency(tl.ToolParamDefinition("keep_open", "boolean", back))
     scorer = ScoringMock("mock", script=["unused"])
     (call,) = run(scorer, node(tools=[RUNNER]), "Send a runner to tell Gareth I'm late.")["calls"]
     assert call.arguments["wait_for_answer"] is False
@@ -2060,6 +2063,10 @@ def test_a_flag_the_line_says_nothing_of_is_its_described_default_and_unread() -
     line = "Send a runner to Gareth and wait for his reply."
     (call,) = run(scorer, node(tools=[RUNNER]), line)["calls"]
     assert call.arguments["wait_for_answer"] is True and call.unread_arguments == ()
+    # So is a flag the line names ("wait for answer"), whatever its phrases say.
+    line = "Send a runner to Gareth, wait for answer."
+    (call,) = run(scorer, node(tools=[RUNNER]), line)["calls"]
+    assert call.unread_arguments == ()
 
 
 def test_a_correction_after_a_call_is_a_request_however_unsure() -> None:
@@ -2272,3 +2279,39 @@ def test_a_time_of_day_said_in_other_words_explains_its_value() -> None:
         "dusk"
     ]
     assert sv.explained(said, times, "Lead us out at sunrise.") == ["dawn"]
+
+
+def test_a_default_said_as_what_holds_when_the_visitor_says_nothing() -> None:
+    for said in (
+        "True if the portal stays open for the way back. If the visitor says nothing about "
+        "coming back, it's false.",
+        "True to wake the listener. Unless the visitor stresses haste or danger, it's false.",
+        "True to bind it for good. When the visitor doesn't say, take it as false.",
+    ):
+        assert sc.described_default(said) is False, said
+    assert sc.described_default("True if it is urgent, false if not.") is None
+
+
+def test_a_flag_denied_with_dont_make_it_is_no_correction() -> None:
+    assert ss.CORRECTION.search("Sharpen it, but don't make it permanent.") is None
+    assert ss.CORRECTION.search("Actually, make it frost instead.") is not None
+
+
+def test_the_tools_own_name_says_no_side_of_a_flag() -> None:
+    keep_open = tl.ToolParamDefinition(
+        "keep_open",
+        "boolean",
+        "True if the portal must stay open so they can come back; false if it closes once they "
+        "are across. If the visitor says nothing about coming back, it's false.",
+    )
+    portal = tl.ToolDefinition("open_portal", "Open a portal to a distant place.", [keep_open])
+    said = {"Open a portal to Highgate for me and my two brothers.": False,
+            "Open a portal to Highgate and keep it open for our way back.": True}  # fmt: skip
+    _assert_flags(portal, "keep_open", said)
+
+
+def test_a_saying_with_on_in_it_says_no_side() -> None:
+    lasting = ("bind it into the blade for good", "the ordinary kind that wears off")
+    assert sw.opposed_sides(lasting, "Actually, on second thought, make it frost.") == [0, 0]
+    assert sw.opposed_sides(lasting, "Hold on, there's three of us.") == [0, 0]
+    assert sw.opposed_sides(("turn it on", "turn it off"), "Turn the lamp on.")[0] > 0

@@ -14,14 +14,13 @@ choice's prompt) are not needed here.
   the other value's; the tool's own words aside, and those of a clause the line denies
   counting for the other value: "I won't be returning"; a correction saying a side is that
   side: "Actually, make it properly hot."; a line denying it by name: "don't bar it" is false),
-  any word that lights, opens or starts
-  something matching another such word, and any that puts out, closes or stops something
-  another ("Douse the lamp" says "put it out": `words.polar_words`), as any word
-  that raises matches another, and any that lowers ("Bring the curtain down"), a side whose
-  opposite one value's phrase says counting for the other ("keep the hood down" against
-  "true to raise the hood"); and a flag of
-  urgency ("true if it cannot wait") from how urgent the line sounds
-  (`calibration.urgency_margin`).
+  any word that lights, opens or starts something matching another such word, and any that
+  puts out, closes or stops something another ("Douse the lamp" says "put it out":
+  `words.polar_words`), as any word that raises matches another, and any that lowers ("Bring
+  the curtain down"), a side whose opposite one value's phrase says counting for the other
+  ("keep the hood down" against "true to raise the hood"); a flag the line says nothing of
+  keeps an earlier call's value, else takes its described default; and a flag of urgency
+  ("true if it cannot wait") from how urgent the line sounds (`calibration.urgency_margin`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
   with the line's first word, not starting or ending with a filler word, a word of the
   tool's or its arguments' names or a value another argument declares, nor holding a number
@@ -300,24 +299,27 @@ async def _fill(
             sides = [polar_words(p, corrected.group(1)) for p in phrases]
             if sides[0] != sides[1]:
                 return sides[0] > sides[1], math.nan
-        # The words of its description's phrase for each value. The tool's own words are
-        # said whichever value is meant ("Hire a guide"): a side is told by the rest of its
-        # phrase, this argument's own name with it ("the person must be brought in alive"
-        # for `alive_only`: "taken alive").
-        opposed = opposed_sides(phrases, line)
+        # The words of its description's phrase for each value. The tool's own name is said
+        # whichever value is meant ("Hire a guide", "Open a portal" for `keep_open`): a side is
+        # told by the rest of its phrase, this argument's own name with it ("the person must be
+        # brought in alive" for `alive_only`: "taken alive").
+        heard = re.sub(fill.tool_name_pattern, "thing", line, flags=re.IGNORECASE)
+        opposed = opposed_sides(phrases, heard)
         avoid = fill.avoid - flag
         told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
         # What the line says of one side only to deny it counts for the other ("I won't be
         # returning" against "true = the guide returns with them").
-        plain = _DENIED.sub("", line)
+        plain = _DENIED.sub("", heard)
         sides = [polar_words(p, plain) + o for p, o in zip(told, opposed, strict=True)]
         against = [polar_words(p, denied) for p in told]
         named = [sides[0] + against[1], sides[1] + against[0]]
-        # A flag the line says nothing of, with no earlier call's value, is the default its
-        # description names ("false (the default) if they just deliver it"), flagged unread.
+        # A flag the line says nothing of, not even its name, keeps an earlier call's value
+        # ("so three of us" after a portal), else is the default its description names ("false
+        # (the default) if they just deliver it").
         default = described_default(param.description)
-        if default is not None and not any(named) and not fill.earlier and not is_urgency(param):
-            return default, None
+        unsaid = not any(named) and not flag & {w.lower() for w in WORD.findall(heard)}
+        if unsaid and not is_urgency(param) and (fill.earlier or default is not None):
+            return (fill.earlier[-1], math.nan) if fill.earlier else (default, None)
     if param.type == "boolean" or enum:
         choices = [f"{json.dumps(v)}{end}" for v in values]
         # Calibrated on the examples alone: the value an earlier call gave stays likelier

@@ -164,10 +164,13 @@ URGENCY_CALIBRATION: tuple[tuple[str, bool], ...] = (
 )
 #: Words of a boolean's name or description that make it a flag of urgency.
 _URGENCY_WORDS = frozenset(
-    words("urgent urgency urgently emergency hurry rush pressing once immediately quickly")
+    words("urgent urgency urgently emergency hurry rush pressing immediately quickly")
 )
-#: Waiting said as what urgency is not ("true if it cannot wait"); not "wait for a reply".
-_CANNOT_WAIT = re.compile(r"\b(?:cannot|can't|can not|won't|must not)\s+wait\b", re.I)
+#: Waiting said as what urgency is not ("true if it cannot wait"), or "at once"; not "wait
+#: for a reply", nor "once they are across".
+_CANNOT_WAIT = re.compile(
+    r"\b(?:cannot|can't|can not|won't|must not)\s+wait\b|\bat\s+once\b", re.IGNORECASE
+)
 #: A negation, up to two words, then a word of hurry, in one run of words: "no hurry", "no need
 #: to rush", "isn't urgent", "don't rush" (not "No, hurry!"). Not "wait" or "once": "it can't
 #: wait" is urgent.
@@ -247,10 +250,14 @@ _BOOLEAN_PHRASES = re.compile(
     re.IGNORECASE,
 )
 #: A boolean's description naming its default: "false (the default)", "defaults to true",
-#: "true by default", "(default false)".
+#: "true by default", "(default false)", or the value where the visitor says nothing of it ("If
+#: the visitor says nothing about coming back, it's false.", "Unless they stress haste, take it
+#: as false.").
 _DEFAULT = re.compile(
     r"\b(?P<value>true|false)\s*\((?:the\s+)?default\)"
     r"|\(\s*default(?:\s+is|:)?\s+(?P<paren>true|false)\s*\)"
+    r"|(?:^|[.;]\s*)(?:if|unless|when|where)\b[^.;]*,\s*(?:it's|it\s+is|take\s+it\s+as|assume"
+    r"|treat\s+it\s+as|use|it\s+should\s+be)\s+(?P<unsaid>true|false)\b"
     r"|\bdefaults?\s+(?:to|is)\s+(?P<to>true|false)\b"
     r"|\b(?P<by>true|false)\s+by\s+default\b",
     re.IGNORECASE,

@@ -61,8 +61,12 @@ __all__ = ["CORRECTION", "MESSAGE", "SAME_FOR", "Fill", "is_message", "string_va
 
 #: Words that make a string argument a message rather than an object ("What to carry" is one).
 MESSAGE = SENTENCE_WORDS - {"what"}
-#: A correction of the last call: "Actually, make it urgent", "Make that the blue one".
-CORRECTION = re.compile(r"\bmake (?:it|that|them|those)\s+([^,.;:!?]*)", re.IGNORECASE)
+#: A correction of the last call: "Actually, make it urgent", "Make that the blue one" (not
+#: "don't make it permanent").
+CORRECTION = re.compile(
+    r"(?<!don't )(?<!dont )(?<!not )(?<!never )\bmake (?:it|that|them|those)\s+([^,.;:!?]*)",
+    re.IGNORECASE,
+)
 #: A line that does again what the last call did for another ("Same for the Gravedigger.",
 #: "The same for Hollis."): what follows "for" is the argument, not whom it is for.
 SAME_FOR = re.compile(r"\b(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)
@@ -101,6 +105,14 @@ class Fill:
     #: What the last exchange of the dialog said (the player's line, then the replies): whom
     #: "him" or "her" is ("Sergeant Bram and his lads.").
     spoken: str = ""
+
+    @property
+    def tool_name_pattern(self) -> str:
+        """The tool's name (from `call_text`) as a line says it: its words in order, up to two
+        others between them ("Open a portal" for "open_portal")."""
+        name = self.call_text.removeprefix("\nCall: ").split("(", 1)[0]
+        said = [re.escape(w) for w in WORD.findall(spelled(name))]
+        return r"\b" + r"(?:\W+[\w'-]+){0,2}?\W+".join(said) + r"\b"
 
 
 def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:

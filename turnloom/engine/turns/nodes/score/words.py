@@ -79,8 +79,7 @@ __all__ = [
     "takers_evidence",
 ]
 
-#: Nats a choice gains per unit of the words the line shares with it: one word that only one
-#: tool has outweighs most of a label's own lead.
+#: Nats a choice gains per word it alone shares with the line: most of a label's own lead.
 WORDS_WEIGHT = 2.0
 
 #: Words that say nothing of what a tool is for: filler, particles of phrasal verbs ("hire
@@ -375,8 +374,12 @@ def opposed_sides(phrases: Sequence[str], line: str) -> list[int]:
     return [2 * sum(_OPPOSITE[side] in sides[1 - i] for side in said) for i in range(2)]
 
 
+#: Sayings whose "on" sets nothing going: "Hold on", "on second thought", "on foot".
+_IDIOMS = re.compile(r"\b(?:(?:hold|hang|come|go)\s+on|on\s+(?:second\s+thoughts?|foot))\b", re.I)
+
+
 def _polar_stems(text: str) -> set[str]:
-    said = WORD.findall(text)
+    said = WORD.findall(_IDIOMS.sub(" ", text))
     found: set[str] = set()
     for i, word in enumerate(said):
         found |= _stems(word, _POLAR)

@@ -334,7 +334,7 @@ _WHEN = frozenset(WORD.findall("tonight today tomorrow yesterday tonite"))
 #: that wrecked our camp").
 _OPENERS = frozenset(WORD.findall("the a an this these those my your our his her their"))
 #: The words a place follows (`PLACES`).
-_BEFORE_PLACES = frozenset(WORD.findall(PLACES))
+_BEFORE_PLACES = frozenset(WORD.findall(PLACES.replace(r"\s+", " ")))
 #: A line changing the last call that points back at its thing: "smoke it instead".
 _POINTS_BACK = re.compile(
     r"\b(?:instead|actually|on second thought)\b.*\b(?:it|that|them|those)\b"

@@ -124,8 +124,11 @@ def test_grammar_constrained_calls_work_per_sequence(model: tl.LlamaModel) -> No
         tl.GraphDescription()
         .add_node(
             "act",
+            # Greedy: a sampled item name can run past max_tokens and cut the call short.
             tl.ToolCallParams(
-                tools=[tool], decision="generate", sampling=tl.SamplingParams(max_tokens=24)
+                tools=[tool],
+                decision="generate",
+                sampling=tl.SamplingParams(temperature=0.0, max_tokens=24),
             ),
         )
         .set_start_node("act")
@@ -141,6 +144,8 @@ def test_grammar_constrained_calls_work_per_sequence(model: tl.LlamaModel) -> No
     for result in asyncio.run(scenario()):
         assert result.status is tl.TurnStatus.SUCCESS
         (node,) = result.debug_info["nodes"]
+        texts = [s.text for s in list(model.generations)[-3:]]
+        assert len(node["diagnostics"]["detected_calls"]) == 1, texts
         (call,) = node["diagnostics"]["detected_calls"]
         assert call["tool_name"] == "check_stock" and isinstance(call["arguments"]["item"], str)
     assert {s.grammar for s in list(model.generations)[-3:]} == {"required"}

@@ -47,6 +47,7 @@ from .values import (
     after_numbers,
     clauses,
     declared_words,
+    describes_person,
     is_name,
     is_place,
     is_sentence,
@@ -124,7 +125,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # What a line quotes (or gives after a colon, or after what the description calls it:
     # "the words Happy Name-Day, Pell") is the message, not the person it is for.
     declared = declared_words(param)
-    said = sentence and "person" not in declared
+    said = sentence and not describes_person(param)
     if said and (given := quoted(fill.line) or labelled(fill.line, declared)):
         return given
     if order := asked_order(param.description, fill.line):  # "take in these trousers"
@@ -178,7 +179,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     a_name, a_place = is_name(param), is_place(param)
     whom = a_name or takes_person(param)
     for_whom = [v for v in found if v not in named] if not reasons_only else []
-    someone = (whom or "person" in declared) and for_whom
+    someone = (whom or describes_person(param)) and for_whom
     # Nor a place, where the line says where ("he's at the market square. Send them there").
     anew = a_place and any(is_placed(fill.line, v) for v in found)
     earlier = [] if ((named or someone) and not reasons_only) or anew else kept
@@ -224,7 +225,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     elif not message and not takes_person(param):
         # Where a place argument takes the place ("in Port Sabra"), this one takes another;
         # a person is no place ("Black Jory robbed my uncle on the King's Road").
-        person = "person" in declared
+        person = describes_person(param)
         proper = [v for v in found if is_proper(fill.line, v) and not fill.taken & words_of(v)]
         if fill.place_elsewhere or person:
             within = WAS_AT if person else WITHIN

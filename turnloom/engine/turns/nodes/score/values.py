@@ -243,6 +243,12 @@ def declared_words(param: ToolParamDefinition) -> frozenset[str]:
     return frozenset(WORD.findall(f"{spelled(param.name)} {param.description}".lower()))
 
 
+def describes_person(param: ToolParamDefinition) -> bool:
+    """Whether an argument's name or description calls its value a person ("The person the
+    message goes to")."""
+    return "person" in declared_words(param)
+
+
 def is_name(param: ToolParamDefinition) -> bool:
     """Whether a string argument is a thing's name ("The ship's name."), not a person
     (whom a player may call "the doctor")."""

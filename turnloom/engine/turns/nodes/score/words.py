@@ -56,7 +56,7 @@ from .values import (
     SENTENCE_WORDS,
     WORD,
     counted_nouns,
-    declared_words,
+    describes_person,
     enum_values,
     is_name,
     is_sentence,
@@ -296,7 +296,7 @@ def _takes_object(tool: ToolDefinition, stems: frozenset[str]) -> bool:
         if values and stems & _stems(" ".join(values)):
             return True
         # Not a name nor a person: a number counts things, not whose they are.
-        whose = is_name(param) or takes_person(param) or "person" in declared_words(param)
+        whose = is_name(param) or takes_person(param) or describes_person(param)
         if param.type == "string" and not (values or whose or is_sentence(param, _MESSAGE)):
             return True
     return False

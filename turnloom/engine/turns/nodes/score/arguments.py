@@ -26,16 +26,15 @@ choice's prompt) are not needed here.
   tool's or its arguments' names or a value another argument declares, nor holding a number
   when the tool has a numeric argument; a possessive gives its owner: "Farmer Hobb"),
   followed greedily along the model's likeliest tokens. A message or an errand (a string
-  whose name or description says so, but not whom it is for: "Who the message is for"
-  is a name) is a longer span, the clause after "that" or "saying"
-  first, and never the words another argument of the call took; what a number counts comes
-  right after it ("three bandages"), unless it is what a count of the tool is counted in
-  ("One bottle." of oil for "How many bars, bottles, jars or flasks"), and the words right
-  before the argument's own name are its value ("the galley locker"), and a thing's name
-  ("The ship's name.") is
-  capitalised ("the Sea Swallow"); the one the line is said to ("Put it on my tab,
-  Ilse.") is no value; a name (not a message) takes the words describing
-  it, back to its determiner ("some willow bark"); a line that names nothing (but whom it
+  whose name or description says so, but not whom it is for: "Who the message is for" is a
+  name) is a longer span, the clause after "that" or "saying" first, and never the words
+  another argument of the call took; what a number counts comes right after it ("three
+  bandages"), unless it is what a count of the tool is counted in ("One bottle." of oil for
+  "How many bars, bottles, jars or flasks"), and the words right before the argument's own
+  name are its value ("the galley locker"), and a thing's name ("The ship's name.") is
+  capitalised ("the Sea Swallow"); the one the line is said to ("Put it on my tab, Ilse.") is
+  no value; a name (not a message) takes the words describing it, back to its determiner
+  ("some willow bark"); a line that names nothing (but whom it
   is for: "And two more for my friend.") keeps an earlier call's value, and one that asks
   for more of the same ("And two more for Rosa's crew.") has only that value for an object,
   as has a correction ("Actually, make it urgent, he's hurt his leg.") that names no other
@@ -114,6 +113,7 @@ from .values import (
     unnegated,
     value_words,
     widened,
+    words_of,
 )
 from .words import WORDS_WEIGHT, opposed_sides, phrase_words, polar_words
 
@@ -194,7 +194,7 @@ async def fill_arguments(
         others = [p for p in tool.parameters if p is not param and p.type == "string"]
         fill = Fill(
             header, call_text, end, line, avoid, numeric,
-            tuple(earlier.get(param.name, ())), frozenset(taken), tool.description,
+            tuple(earlier.get(param.name, ())), frozenset(taken), tool.description, tool.name,
             later_count=param in counted[1:],
             time_elsewhere=any(counts_time(p) for p in counted if p is not param),
             units=units,
@@ -204,7 +204,7 @@ async def fill_arguments(
         )  # fmt: skip
         value, read = await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
-            taken |= {w.lower() for w in WORD.findall(value)} - FILLER
+            taken |= words_of(value) - FILLER
         values[param.name] = value
         if read is None:
             unread.append(param.name)
@@ -282,7 +282,7 @@ async def _fill(
         # What its description says each value means ("true to light it, false to put it out").
         phrases = boolean_phrases(param.description, fill.tool_description)
         # Its own name's words, and what the line says only to deny it ("won't be returning").
-        flag = {w.lower() for w in WORD.findall(spelled(param.name))}
+        flag = words_of(spelled(param.name))
         denied = " ".join(m.group(0) for m in _DENIED.finditer(line))
         # A correction that names the flag says it: "Actually, make it urgent" is urgent,
         # "make it not urgent" is not, whatever the earlier call said.
@@ -291,7 +291,7 @@ async def _fill(
         if spelled(param.name).lower() in said:
             return "not" not in said, math.nan
         # So does a line that denies it by name: "Shut the east gate, but don't bar it."
-        if flag <= {w.lower() for w in WORD.findall(denied)}:
+        if flag <= words_of(denied):
             return False, math.nan
         # So does one that says a side of it: "Actually, make it properly hot." against "true
         # means heat it as hot as the boilers allow".
@@ -317,7 +317,7 @@ async def _fill(
         # ("so three of us" after a portal), else is the default its description names ("false
         # (the default) if they just deliver it").
         default = described_default(param.description)
-        unsaid = not any(named) and not flag & {w.lower() for w in WORD.findall(heard)}
+        unsaid = not any(named) and not flag & words_of(heard)
         if unsaid and not is_urgency(param) and (fill.earlier or default is not None):
             return (fill.earlier[-1], math.nan) if fill.earlier else (default, None)
     if param.type == "boolean" or enum:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from ....graph.params import ToolParamDefinition
-from .numbers import singular
 from .values import FILLER, TITLES, WORD, declared_words, is_number
 
 __all__ = [
@@ -34,12 +33,10 @@ __all__ = [
     "owns",
     "people_said_whole",
     "proper_names",
-    "singular_words",
     "starts_longer",
     "starts_with",
     "subjects",
     "with_street",
-    "words_of",
 ]
 
 
@@ -267,16 +264,6 @@ def is_inside(words: str, text: str) -> bool:
     """Whether `words` are some of the whole words of the longer `text`."""
     found = re.search(rf"(?<![\w'-]){re.escape(words)}(?![\w'-])", text)
     return len(text) > len(words) and found is not None
-
-
-def singular_words(text: str) -> set[str]:
-    """The words of `text`, lowercase and singular."""
-    return {singular(w) for w in words_of(text)}
-
-
-def words_of(text: str) -> set[str]:
-    """The words of `text`, lowercase."""
-    return {w.lower() for w in WORD.findall(text)}
 
 
 def starts_longer(text: str, words: str) -> bool:

@@ -31,12 +31,10 @@ from .names import (
     owns,
     people_said_whole,
     proper_names,
-    singular_words,
     starts_longer,
     starts_with,
     subjects,
     with_street,
-    words_of,
 )
 from .numbers import singular
 from .sentences import asked_order, labelled
@@ -52,10 +50,12 @@ from .values import (
     is_place,
     is_sentence,
     quoted,
+    singular_words,
     spans,
     spelled,
     takes_person,
     unnegated,
+    words_of,
 )
 
 __all__ = ["CORRECTION", "MESSAGE", "SAME_FOR", "Fill", "is_message", "string_values"]
@@ -91,6 +91,8 @@ class Fill:
     taken: frozenset[str] = frozenset()
     #: The tool's description (what a boolean's values mean, where its own says one side).
     tool_description: str = ""
+    #: The tool's name ("open_portal").
+    tool_name: str = ""
     #: Whether a count argument comes after the tool's first one (a correction's number is
     #: the first's).
     later_count: bool = False
@@ -109,10 +111,9 @@ class Fill:
 
     @property
     def tool_name_pattern(self) -> str:
-        """The tool's name (from `call_text`) as a line says it: its words in order, up to two
-        others between them ("Open a portal" for "open_portal")."""
-        name = self.call_text.removeprefix("\nCall: ").split("(", 1)[0]
-        said = [re.escape(w) for w in WORD.findall(spelled(name))]
+        """The tool's name as a line says it: its words in order, up to two others between them
+        ("Open a portal" for "open_portal")."""
+        said = [re.escape(w) for w in WORD.findall(spelled(self.tool_name))]
         return r"\b" + r"(?:\W+[\w'-]+){0,2}?\W+".join(said) + r"\b"
 
 

@@ -40,6 +40,16 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
+def words_of(text: str) -> set[str]:
+    """The words of `text`, lowercase."""
+    return {w.lower() for w in WORD.findall(text)}
+
+
+def singular_words(text: str) -> set[str]:
+    """The words of `text`, lowercase and singular."""
+    return {singular(w) for w in words_of(text)}
+
+
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 

@@ -16,9 +16,9 @@ import pytest
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
 from turnloom.engine.turns.nodes.score import arguments as sa
+from turnloom.engine.turns.nodes.score import booleans as sb
 from turnloom.engine.turns.nodes.score import calibration as sc
 from turnloom.engine.turns.nodes.score import decision as td
-from turnloom.engine.turns.nodes.score import errands as se
 from turnloom.engine.turns.nodes.score import names as sn_names
 from turnloom.engine.turns.nodes.score import numbers as sn
 from turnloom.engine.turns.nodes.score import request as sr
@@ -369,8 +369,8 @@ def test_the_decision_reads_the_recent_dialog_and_earlier_values() -> None:
         'Player: Give me 3 apples\nCall: give_item(item="apples", count=3)\n'
         "Player: give two more ripe pears\nCall: give_item("
     )
-    assert prompt.startswith(sa.EXAMPLES) and recent in prompt
-    assert sa.recent_calls([], GIVE) == ""
+    assert prompt.startswith(tp.EXAMPLES) and recent in prompt
+    assert tp.recent_calls([], GIVE) == ""
 
 
 def test_a_message_is_the_clause_after_its_verb_not_the_recipient() -> None:
@@ -611,31 +611,31 @@ def test_a_boolean_reads_the_words_of_its_values_description() -> None:
     for line, lit in (("please put out the lamp", False), ("light the lamp", True)):
         (call,) = run(scorer, params, line)["calls"]
         assert call.arguments == {"lit": lit}
-    assert sc.boolean_phrases("true to light it, false to put it out.") == (
+    assert sb.boolean_phrases("true to light it, false to put it out.") == (
         "light it",
         "put it out",
     )
-    assert sc.boolean_phrases("true if it cannot wait.") == ("it cannot wait", "")
-    assert sc.boolean_phrases("Whether it is lit.") == ("", "")
-    assert sc.boolean_phrases("True for silver buttons; false for plain ones of horn.") == (
+    assert sb.boolean_phrases("true if it cannot wait.") == ("it cannot wait", "")
+    assert sb.boolean_phrases("Whether it is lit.") == ("", "")
+    assert sb.boolean_phrases("True for silver buttons; false for plain ones of horn.") == (
         "silver buttons",
         "plain ones of horn",
     )
-    assert sw.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here
+    assert sb.phrase_words("put it out", "Blow the lamp out") == 1  # "out" counts here
 
 
 def test_a_boolean_that_says_one_side_takes_the_other_from_its_tools_alternatives() -> None:
     torch = "Light the torch or put it out."
-    assert sc.boolean_phrases("true to light it.", torch) == ("light it", "put it out")
-    assert sc.boolean_phrases("false to put it out.", torch) == ("Light the torch", "put it out")
+    assert sb.boolean_phrases("true to light it.", torch) == ("light it", "put it out")
+    assert sb.boolean_phrases("false to put it out.", torch) == ("Light the torch", "put it out")
     sorting = "Turn automatic backpack sorting on or off."
-    assert sc.boolean_phrases("true to turn it on.", sorting) == ("turn it on", "off")
+    assert sb.boolean_phrases("true to turn it on.", sorting) == ("turn it on", "off")
     # No alternatives, or none that tells which is which: the other side stays unsaid.
-    assert sc.boolean_phrases("true if it cannot wait.", "Send a runner for help.") == (
+    assert sb.boolean_phrases("true if it cannot wait.", "Send a runner for help.") == (
         "it cannot wait",
         "",
     )
-    assert sc.boolean_phrases("true to light it.", "Fetch wood or water.") == ("light it", "")
+    assert sb.boolean_phrases("true to light it.", "Fetch wood or water.") == ("light it", "")
 
 
 def test_boundaries_a_model_ships_are_not_measured_again() -> None:
@@ -915,14 +915,14 @@ def test_a_boolean_reads_which_side_a_line_says_in_any_words() -> None:
     lit, out = "light it", "put it out"
     # A word that puts out, closes or stops matches any other; "the light" is the thing.
     for line in ("Douse the light.", "Turn the great lamp off.", "Shut it down."):
-        assert sw.polar_words(out, line) > sw.polar_words(lit, line), line
+        assert sb.polar_words(out, line) > sb.polar_words(lit, line), line
     for line in ("Light it back up.", "We're out of oil, light the lamp.", "Kindle the lamp."):
-        assert sw.polar_words(lit, line) > sw.polar_words(out, line), line
+        assert sb.polar_words(lit, line) > sb.polar_words(out, line), line
     # The side tells the values apart where the rest of a phrase may be said of either.
-    assert sw.polar_words("off", "Turn the sorting off.") > sw.polar_words(
+    assert sb.polar_words("off", "Turn the sorting off.") > sb.polar_words(
         "turn it on", "Turn the sorting off."
     )
-    assert sw.polar_words("close it", "Stop the music.") == 2
+    assert sb.polar_words("close it", "Stop the music.") == 2
     # Through the decision: the scripted scorer leaves the boolean to the line's words.
     scorer = ScoringMock("mock", script=["unused"])
     for line in ("Douse the light, please.", "Turn the lamp off."):
@@ -1079,8 +1079,8 @@ def test_more_for_someone_the_line_does_not_name_is_more_for_the_same_one() -> N
 def test_a_side_opposite_to_one_values_says_the_other() -> None:
     phrases = ("raise the hood and run the coach closed", "run it open")
     # Lowering the hood is the opposite of raising it: the other value.
-    assert sw.opposed_sides(phrases, "Six horses, and keep the hood down.") == [0, 2]
-    assert sw.opposed_sides(phrases, "Four horses, hood up, it's pouring.") == [0, 0]
+    assert sb.opposed_sides(phrases, "Six horses, and keep the hood down.") == [0, 2]
+    assert sb.opposed_sides(phrases, "Four horses, hood up, it's pouring.") == [0, 0]
 
 
 def test_a_place_is_where_the_line_sends_something_all_of_its_name() -> None:
@@ -1332,12 +1332,12 @@ SET_FLAG = tl.ToolDefinition(
 def test_a_boolean_reads_raising_and_lowering_as_sides() -> None:
     raise_, lower = "raise the banner", "lower it"
     for line in ("Haul the banner down, the king has left.", "Drop the banner now."):
-        assert sw.polar_words(lower, line) > sw.polar_words(raise_, line), line
+        assert sb.polar_words(lower, line) > sb.polar_words(raise_, line), line
     for line in ("Banner up!", "Hoist it again."):
-        assert sw.polar_words(raise_, line) > sw.polar_words(lower, line), line
+        assert sb.polar_words(raise_, line) > sb.polar_words(lower, line), line
     # After "the", a word that lowers is a thing, not its side: no lead either way.
     said = "Fetch the lower banner."
-    assert sw.polar_words(lower, said) == sw.polar_words(raise_, said)
+    assert sb.polar_words(lower, said) == sb.polar_words(raise_, said)
     scorer = ScoringMock("mock", script=["unused"])
     (call,) = run(scorer, node(tools=[SET_FLAG]), "Haul the banner down.")["calls"]
     assert call.arguments == {"up": False}
@@ -1545,9 +1545,9 @@ def test_a_line_asking_to_pass_words_on_is_evidence_for_the_tools_that_take_a_me
         "Send word to the garrison: bandits on the road.",
         "Ride to the ferry and tell them to wait.",
     ):
-        assert se.telling_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
+        assert sw.telling_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
     for line in ("Tell me about the harbour.", "Let me know when she docks.", "The cargo sold."):
-        assert se.telling_words(tools, line) == [0.0, 0.0], line
+        assert sw.telling_words(tools, line) == [0.0, 0.0], line
 
 
 def test_a_line_sending_something_to_a_named_place_is_evidence_for_the_tools_that_take_one() -> (
@@ -1565,10 +1565,10 @@ def test_a_line_sending_something_to_a_named_place_is_evidence_for_the_tools_tha
     )
     tools = [passage, hire]
     for line in ("Get my men across to Highcliff Harbour.", "Two seats bound for Port Amberly."):
-        assert se.place_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
+        assert sw.place_words(tools, line) == [pytest.approx(math.log(3)), 0.0], line
     # No named place, or one the line does not send anything to: nothing.
     for line in ("Get my men across to the other side.", "I came from Highcliff Harbour."):
-        assert se.place_words(tools, line) == [0.0, 0.0], line
+        assert sw.place_words(tools, line) == [0.0, 0.0], line
 
 
 def test_a_question_without_its_mark_and_a_line_opening_with_thanks_are_talk_when_unsure() -> None:
@@ -1681,12 +1681,12 @@ def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() ->
     harbour = "merchant for the merchant quay, drydock for the dry dock where hulls are repaired"
     assert sv.explained(harbour, ["merchant", "drydock"], "Her hull is cracked.") == ["drydock"]
     # A phrase runs to the other value's or the sentence's end, across commas.
-    assert sc.boolean_phrases(GUIDE.parameters[1].description) == (
+    assert sb.boolean_phrases(GUIDE.parameters[1].description) == (
         "the guide returns with them",
         "one way only, the guide leaves them",
     )
     mend = "true means also stitch tears, patch holes and replace lost buttons; false means wash."
-    assert sc.boolean_phrases(mend) == (
+    assert sb.boolean_phrases(mend) == (
         "also stitch tears, patch holes and replace lost buttons",
         "wash",
     )
@@ -1883,9 +1883,9 @@ def test_someone_sent_something_is_the_one_the_last_reply_named() -> None:
 
 def test_words_offered_as_either_are_said_only_together() -> None:
     either = "dead or alive will do"
-    assert sw.polar_words(either, "she is to be taken alive") == 0
-    assert sw.polar_words(either, "Dead or alive, I don't care.") == 2
-    assert sw.polar_words("the person must be brought in alive", "taken alive") == 1
+    assert sb.polar_words(either, "she is to be taken alive") == 0
+    assert sb.polar_words(either, "Dead or alive, I don't care.") == 2
+    assert sb.polar_words("the person must be brought in alive", "taken alive") == 1
     said = {"Post a bounty on Sela, she's to be taken alive.": True,
             "Post a bounty on Sela, dead or alive.": False}  # fmt: skip
     _assert_flags(BOUNTY, "alive_only", said)
@@ -1974,7 +1974,7 @@ def test_a_place_goes_on_with_the_street_it_is_on() -> None:
 
 def test_like_is_no_word_of_a_side() -> None:
     hot = "heat it as hot as the boilers allow, for those who like it scalding"
-    assert sw.polar_words(hot, "I'd like a soak, not too warm.") == 0
+    assert sb.polar_words(hot, "I'd like a soak, not too warm.") == 0
 
 
 def test_an_explanation_may_open_with_any_verb() -> None:
@@ -2038,17 +2038,17 @@ RUNNER = tl.ToolDefinition(
 
 
 def test_a_flag_the_line_says_nothing_of_is_its_described_default_and_unread() -> None:
-    phrases = sc.boolean_phrases(RUNNER.parameters[1].description)
+    phrases = sb.boolean_phrases(RUNNER.parameters[1].description)
     assert phrases == (
         "the runner should wait and bring back a reply",
         "they just deliver it and return",
     )
-    assert sc.described_default(RUNNER.parameters[1].description) is False
-    assert sc.described_default("Whether to hurry; defaults to true.") is True
-    assert sc.described_default("True to hurry, false to dawdle.") is None
+    assert sb.described_default(RUNNER.parameters[1].description) is False
+    assert sb.described_default("Whether to hurry; defaults to true.") is True
+    assert sb.described_default("True to hurry, false to dawdle.") is None
     stable = "True if their horse should be stabled as well; false if not (default false)."
-    assert sc.described_default(stable) is False
-    assert sc.boolean_phrases(stable) == ("their horse should be stabled as well", "not")
+    assert sb.described_default(stable) is False
+    assert sb.boolean_phrases(stable) == ("their horse should be stabled as well", "not")
     # Waiting for a reply is no urgency; "cannot wait" is.
     assert not sc.is_urgency(RUNNER.parameters[1])
     assert sc.is_urgency(tl.ToolParamDefinition("now", "boolean", "true if it cannot wait."))
@@ -2288,8 +2288,8 @@ def test_a_default_said_as_what_holds_when_the_visitor_says_nothing() -> None:
         "True to wake the listener. Unless the visitor stresses haste or danger, it's false.",
         "True to bind it for good. When the visitor doesn't say, take it as false.",
     ):
-        assert sc.described_default(said) is False, said
-    assert sc.described_default("True if it is urgent, false if not.") is None
+        assert sb.described_default(said) is False, said
+    assert sb.described_default("True if it is urgent, false if not.") is None
 
 
 def test_a_flag_denied_with_dont_make_it_is_no_correction() -> None:
@@ -2312,6 +2312,6 @@ def test_the_tools_own_name_says_no_side_of_a_flag() -> None:
 
 def test_a_saying_with_on_in_it_says_no_side() -> None:
     lasting = ("bind it into the blade for good", "the ordinary kind that wears off")
-    assert sw.opposed_sides(lasting, "Actually, on second thought, make it frost.") == [0, 0]
-    assert sw.opposed_sides(lasting, "Hold on, there's three of us.") == [0, 0]
-    assert sw.opposed_sides(("turn it on", "turn it off"), "Turn the lamp on.")[0] > 0
+    assert sb.opposed_sides(lasting, "Actually, on second thought, make it frost.") == [0, 0]
+    assert sb.opposed_sides(lasting, "Hold on, there's three of us.") == [0, 0]
+    assert sb.opposed_sides(("turn it on", "turn it off"), "Turn the lamp on.")[0] > 0

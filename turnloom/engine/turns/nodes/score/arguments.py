@@ -85,20 +85,25 @@ from dataclasses import dataclass
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from ....inference.base import ModelBackend
 from ...dialog.projection import Interaction
+from .booleans import (
+    boolean_phrases,
+    described_default,
+    opposed_sides,
+    phrase_words,
+    polar_words,
+)
 from .calibration import (
     URGENCY_WEIGHT,
     best,
-    boolean_phrases,
     calibrated_scores,
-    described_default,
     is_urgency,
-    one_line,
     prompt,
     says_unhurried,
     urgency_margin,
 )
 from .numbers import TIME_UNITS, against_last, counts_time, is_count, numbers, says_one, singular
 from .strings import CORRECTION, MESSAGE, Fill, is_message, string_values
+from .tool_prompt import DIALOG_TURNS, EXAMPLES, last_exchange, recent_calls
 from .values import (
     FILLER,
     MORE,
@@ -115,31 +120,10 @@ from .values import (
     widened,
     words_of,
 )
-from .words import WORDS_WEIGHT, opposed_sides, phrase_words, polar_words
+from .words import WORDS_WEIGHT
 
-__all__ = ["DIALOG_CHARS", "DIALOG_TURNS", "EXAMPLES", "Arguments", "fill_arguments"]
+__all__ = ["Arguments", "fill_arguments"]
 
-#: Calls written from player lines: how a line becomes arguments, for any tools.
-EXAMPLES = """Player: Could you sharpen my old axe?
-Call: sharpen(item="old axe")
-Player: Send word to Tom that the bread is ready.
-Call: send_word(recipient="Tom", message="the bread is ready")
-Player: Fetch the guard, a thief took my bag!
-Call: fetch_guard(urgent=true, reason="a thief took my bag")
-Player: Bake me three loaves of rye.
-Call: bake(bread="rye", count=3)
-Player: Douse the fire, it's too warm.
-Call: set_fire(lit=false)
-Player: When you have a moment, tell the cook the soup is cold.
-Call: tell_cook(urgent=false, message="the soup is cold")
-Player: Light the candles.
-Call: set_candles(lit=true)
-Player: I'd like a room for two nights.
-Call: rent_room(nights=2)
-"""
-#: How much of the dialog the arguments read: the last few exchanges, within a budget.
-DIALOG_TURNS = 3
-DIALOG_CHARS = 600
 #: A clause a line denies: "won't be returning", "never opens", "don't light it", "No wax
 #: needed", "nothing breakable".
 _DENIED = re.compile(
@@ -200,7 +184,7 @@ async def fill_arguments(
             units=units,
             place_elsewhere=any(is_place(p) for p in others),
             whom_elsewhere=any(is_name(p) or takes_person(p) for p in others),
-            spoken=_last_exchange(dialog),
+            spoken=last_exchange(dialog),
         )  # fmt: skip
         value, read = await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
@@ -212,38 +196,6 @@ async def fill_arguments(
             margins[param.name] = round(read, 3)
         call_text += f"{param.name}={json.dumps(value)}{end}"
     return Arguments(values, margins, tuple(unread))
-
-
-def _last_exchange(dialog: Sequence[Interaction]) -> str:
-    """The words of the dialog's last exchange: the player's line, then the replies."""
-    if not dialog:
-        return ""
-    last = dialog[-1]
-    replies = [m.get("content") for m in last.messages if m.get("role") == "assistant"]
-    return " ".join([last.user_message, *(r for r in replies if isinstance(r, str) and r)])
-
-
-def recent_calls(dialog: Sequence[Interaction], tool: ToolDefinition) -> str:
-    """The last exchanges that called `tool`, written as the examples are (each line and its
-    call), oldest first, within `DIALOG_TURNS` and `DIALOG_CHARS`: "and two more" repeats
-    the drink the last call served."""
-    parts: list[str] = []
-    used = 0
-    for past in reversed(dialog[-DIALOG_TURNS:]):
-        text = ""
-        for message in past.messages:
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                if function.get("name") != tool.name:
-                    continue
-                given = function.get("arguments") or {}
-                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in given.items())
-                text += f"Player: {one_line(past.user_message)}\nCall: {tool.name}({shown})\n"
-        if used + len(text) > DIALOG_CHARS:
-            break
-        parts.append(text)
-        used += len(text)
-    return "".join(reversed(parts))
 
 
 async def _fill(

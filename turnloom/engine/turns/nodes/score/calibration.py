@@ -1,6 +1,6 @@
 """Choosing among texts by likelihood with the model's bias taken out: the primitive the
 `score` decision's tool and argument choices share (`decision`, `arguments`); and what a
-boolean argument's description says each value means (`boolean_phrases`).
+boolean argument's urgency.
 
 Raw likelihoods mostly measure the model's taste for a label, so each choice's score is taken
 relative to its average probability after content-free lines ("N/A", "", "[MASK]": Zhao et
@@ -37,14 +37,12 @@ from collections.abc import Sequence
 from ....graph.params import ToolParamDefinition
 from ....inference.base import ModelBackend
 from .values import WORD, words
-from .words import phrase_words
 
 __all__ = [
     "URGENCY_CALIBRATION",
     "URGENCY_EXAMPLES",
     "URGENCY_WEIGHT",
     "best",
-    "boolean_phrases",
     "calibrated_scores",
     "is_urgency",
     "one_line",
@@ -238,60 +236,3 @@ async def _urgency_raw(backend: ModelBackend, line: str, agent_id: int) -> float
     text = prompt(URGENCY_EXAMPLES, line, "\nNPC:")
     urgent, calm = await backend.score_choices(text, _URGENCY_CHOICES, agent_id=agent_id)
     return urgent - calm
-
-
-#: What each value of a boolean means, an aside allowed after it ("false (the default) for a
-#: quick blessing").
-_BOOLEAN_PHRASES = re.compile(
-    r"\btrue\s*(?:\([^)]*\)\s*)?(?:to|if|when|for|=|:|means)\s+"
-    r"(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
-    r"|\bfalse\s*(?:\([^)]*\)\s*)?(?:to|if|when|for|=|:|means)\s+"
-    r"(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
-    re.IGNORECASE,
-)
-#: A boolean's description naming its default: "false (the default)", "defaults to true",
-#: "true by default", "(default false)", or the value where the visitor says nothing of it ("If
-#: the visitor says nothing about coming back, it's false.", "Unless they stress haste, take it
-#: as false.").
-_DEFAULT = re.compile(
-    r"\b(?P<value>true|false)\s*\((?:the\s+)?default\)"
-    r"|\(\s*default(?:\s+is|:)?\s+(?P<paren>true|false)\s*\)"
-    r"|(?:^|[.;]\s*)(?:if|unless|when|where)\b[^.;]*,\s*(?:it's|it\s+is|take\s+it\s+as|assume"
-    r"|treat\s+it\s+as|use|it\s+should\s+be)\s+(?P<unsaid>true|false)\b"
-    r"|\bdefaults?\s+(?:to|is)\s+(?P<to>true|false)\b"
-    r"|\b(?P<by>true|false)\s+by\s+default\b",
-    re.IGNORECASE,
-)
-#: An aside naming a default ("(default false)", "(the default)").
-_DEFAULT_ASIDE = re.compile(r"\s*\([^)]*\bdefault\b[^)]*\)", re.IGNORECASE)
-#: Where a tool's description offers two things to do ("Light the torch or put it out.").
-_ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
-
-
-def boolean_phrases(description: str, tool_description: str = "") -> tuple[str, str]:
-    """What a boolean's description says each value means: ("light it", "put it out") for
-    "true to light it, false to put it out"; "" where it does not say.
-
-    Where it says one side only ("true to light it."), the other is the tool's other
-    alternative when its description offers two ("Light the torch or put it out.": "put it
-    out"): without it, nothing in the line speaks for false, and "Put out the torch." lights
-    it."""
-    said = {"true": "", "false": ""}
-    for found in _BOOLEAN_PHRASES.finditer(description):
-        # Less an aside naming the default: "false if not (default false)" says "not".
-        phrase = found.group(found.lastgroup or 0)
-        said[found.lastgroup or ""] = _DEFAULT_ASIDE.sub("", phrase).strip()
-    known = said["true"] or said["false"]
-    if known and not (said["true"] and said["false"]):
-        sides = _ALTERNATIVES.split(one_line(tool_description).rstrip(". "), maxsplit=1)
-        if len(sides) == 2:
-            first, second = (phrase_words(known, side) for side in sides)
-            if first != second:
-                said["false" if said["true"] else "true"] = sides[1] if first > second else sides[0]
-    return said["true"], said["false"]
-
-
-def described_default(description: str) -> bool | None:
-    """The value a boolean's description names as its default, or None."""
-    found = _DEFAULT.search(description)
-    return None if found is None else found.group(found.lastgroup or 0).lower() == "true"

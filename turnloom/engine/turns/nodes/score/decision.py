@@ -34,7 +34,7 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    line shares with its declaration (`words`): players name what they want; and from
    what the line counts ("2 torches") where the tool takes a count of it, so "Hand me 2
    torches" asks the tool that hands items over, not the one named after torches; and from
-   what the line asks to be carried (`errands`): words to pass on ("Let the Sea Lantern
+   what the line asks to be carried (`words` too): words to pass on ("Let the Sea Lantern
    know...") for the tools that take a message, a named place to go to ("across to Highcliff
    Harbour") for those that take a place. A request adds its margin to the tools' side
    against talk. The tool is chosen on the line alone: after a dialog the model leans to the
@@ -64,7 +64,6 @@ from ....tools.parsing import ParsedCall, ParseOutcome
 from ...dialog.projection import Interaction
 from .arguments import fill_arguments
 from .calibration import best, calibrated_scores
-from .errands import place_words, telling_words
 from .request import SURE, request_margin
 from .sentences import sentences
 from .tool_prompt import tool_header, tool_labels
@@ -75,8 +74,10 @@ from .words import (
     counts_in_units,
     opens_with_verb,
     people_words,
+    place_words,
     refuses,
     shared_words,
+    telling_words,
 )
 
 __all__ = [

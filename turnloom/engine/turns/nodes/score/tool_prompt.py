@@ -1,17 +1,31 @@
-"""The prompt of the `score` decision's tool step (`decision`): per tool, its description said
-by the player (that tool) and two remarks about its object (talk), with plain talk around, in
-the tools' order and then reversed; and the words each option is called by.
+"""The prompts of the `score` decision. Its tool step's (`decision`): per tool, its description
+said by the player (that tool) and two remarks about its object (talk), with plain talk around,
+in the tools' order and then reversed; and the words each option is called by. Its argument
+steps' header (`arguments`): calls written from player lines (`EXAMPLES`), then the recent
+exchanges that called the tool, written the same way (`recent_calls`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from ....graph.params import ToolDefinition
+from ...dialog.projection import Interaction
 from .calibration import one_line
 from .values import FILLER, WORD, spelled
 
-__all__ = ["NO_TOOL_EXAMPLES", "REMARKS", "tool_header", "tool_labels"]
+__all__ = [
+    "DIALOG_CHARS",
+    "DIALOG_TURNS",
+    "EXAMPLES",
+    "NO_TOOL_EXAMPLES",
+    "REMARKS",
+    "last_exchange",
+    "recent_calls",
+    "tool_header",
+    "tool_labels",
+]
 
 #: Plain talk around the tools' examples.
 NO_TOOL_EXAMPLES = ("Hello there, how are you?", "Tell me about this town.", "What a nice day.")
@@ -72,3 +86,58 @@ def _topic(tool: ToolDefinition, label: str) -> str:
     """The last notable word of a tool's description (its object, usually), else its label."""
     notable = [w for w in WORD.findall(tool.description) if len(w) >= 4 and w.lower() not in FILLER]
     return (notable[-1] if notable else label.split()[-1]).lower()
+
+
+#: Calls written from player lines: how a line becomes arguments, for any tools.
+EXAMPLES = """Player: Could you sharpen my old axe?
+Call: sharpen(item="old axe")
+Player: Send word to Tom that the bread is ready.
+Call: send_word(recipient="Tom", message="the bread is ready")
+Player: Fetch the guard, a thief took my bag!
+Call: fetch_guard(urgent=true, reason="a thief took my bag")
+Player: Bake me three loaves of rye.
+Call: bake(bread="rye", count=3)
+Player: Douse the fire, it's too warm.
+Call: set_fire(lit=false)
+Player: When you have a moment, tell the cook the soup is cold.
+Call: tell_cook(urgent=false, message="the soup is cold")
+Player: Light the candles.
+Call: set_candles(lit=true)
+Player: I'd like a room for two nights.
+Call: rent_room(nights=2)
+"""
+#: How much of the dialog the arguments read: the last few exchanges, within a budget.
+DIALOG_TURNS = 3
+DIALOG_CHARS = 600
+
+
+def last_exchange(dialog: Sequence[Interaction]) -> str:
+    """The words of the dialog's last exchange: the player's line, then the replies."""
+    if not dialog:
+        return ""
+    last = dialog[-1]
+    replies = [m.get("content") for m in last.messages if m.get("role") == "assistant"]
+    return " ".join([last.user_message, *(r for r in replies if isinstance(r, str) and r)])
+
+
+def recent_calls(dialog: Sequence[Interaction], tool: ToolDefinition) -> str:
+    """The last exchanges that called `tool`, written as the examples are (each line and its
+    call), oldest first, within `DIALOG_TURNS` and `DIALOG_CHARS`: "and two more" repeats
+    the drink the last call served."""
+    parts: list[str] = []
+    used = 0
+    for past in reversed(dialog[-DIALOG_TURNS:]):
+        text = ""
+        for message in past.messages:
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                if function.get("name") != tool.name:
+                    continue
+                given = function.get("arguments") or {}
+                shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in given.items())
+                text += f"Player: {one_line(past.user_message)}\nCall: {tool.name}({shown})\n"
+        if used + len(text) > DIALOG_CHARS:
+            break
+        parts.append(text)
+        used += len(text)
+    return "".join(reversed(parts))

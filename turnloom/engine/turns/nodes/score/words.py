@@ -34,8 +34,13 @@ so is a line that counts what a tool counts in, verb or not ("Foghorn, 5 blasts.
 A tool a line names only to refuse it ("Don't open anything", "Don't bother fetching Marta")
 is not asked for: `refuses`.
 
-A boolean's phrases ("true to light it, false to put it out") are read by which side a line
-says, in any words: "Douse the light" and "Turn the lamp off" say "put it out": `polar_words`.
+What a line asks to be carried somewhere tells too. Players send word and people in their own
+words: "Let the Sea Lantern know her cargo has been sold." names no word of a tool that "Sends
+a message by signal flags", and "Get a dozen of my men across to Highcliff Harbour" none of
+one that "Books places for travellers". What they ask is still plain: words passed on are a
+message, so the tools that take one (`telling_words`); someone or something sent to a named
+place goes there, so the tools that take a place (`place_words`). Each weighs as a word that
+only those tools have (`takers_evidence`, as the people a line names do).
 """
 
 from __future__ import annotations
@@ -50,8 +55,8 @@ import snowballstemmer
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from .numbers import DAY_SPANS, TIME_UNITS, counts_days, singular
+from .strings import MESSAGE
 from .values import (
-    DETERMINERS,
     FILLER,
     SENTENCE_WORDS,
     WORD,
@@ -59,6 +64,7 @@ from .values import (
     describes_person,
     enum_values,
     is_name,
+    is_place,
     is_sentence,
     spelled,
     takes_person,
@@ -67,16 +73,18 @@ from .values import (
 )
 
 __all__ = [
+    "STEMMER",
     "WORDS_WEIGHT",
     "counted_words",
     "counts_in_units",
     "opens_with_verb",
     "people_words",
-    "phrase_words",
-    "polar_words",
+    "place_words",
     "refuses",
     "shared_words",
     "takers_evidence",
+    "telling_words",
+    "word_stems",
 ]
 
 #: Nats a choice gains per word it alone shares with the line: most of a label's own lead.
@@ -99,29 +107,7 @@ _SILENT = FILLER | frozenset(
 )
 #: Words that make a string argument a message, not an object: "What to buy" is an object.
 _MESSAGE = SENTENCE_WORDS - {"what"}
-_STEMMER = snowballstemmer.stemmer("english")
-#: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest".
-_POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start"])
-#: Words that set something going and words that stop it, each kind one word to a boolean's
-#: phrases (`polar_words`); the names stand for a side and are no stem of any word.
-_GOING, _STOPPED = "<going>", "<stopped>"
-_GOING_STEMS = frozenset(
-    _STEMMER.stemWords(words("on light lit kindle ignite relight open start begin resume enable"))
-)
-_STOPPED_STEMS = frozenset(
-    _STEMMER.stemWords(words("off out douse extinguish snuff quench shut close stop halt disable"))
-)
-#: Words that raise something and words that lower it, the other pair of sides ("true to raise
-#: the curtain, false to lower it": "Bring the curtain down" lowers it, "Curtain up!" raises it).
-_RAISED, _LOWERED = "<raised>", "<lowered>"
-_RAISED_STEMS = frozenset(_STEMMER.stemWords(words("up raise rise lift hoist")))
-_LOWERED_STEMS = frozenset(_STEMMER.stemWords(words("down lower drop")))
-_SIDES = {
-    **dict.fromkeys(_GOING_STEMS, _GOING),
-    **dict.fromkeys(_STOPPED_STEMS, _STOPPED),
-    **dict.fromkeys(_RAISED_STEMS, _RAISED),
-    **dict.fromkeys(_LOWERED_STEMS, _LOWERED),
-}
+STEMMER = snowballstemmer.stemmer("english")
 #: Words that open a phrase of where or with what a tool acts ("across on the ferry", "to
 #: boats"); punctuation, "and" or "or" end it.
 _SETTING_OPENERS = frozenset(
@@ -147,7 +133,7 @@ def shared_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of the words `line` shares with its declaration (module
     docstring): each shared stem adds log((tools + 1) / tools that have it)."""
     vocabularies = [_vocabulary(tool) for tool in tools]
-    said = _stems(line) - _stems(" ".join(_titles(line)))
+    said = word_stems(line) - word_stems(" ".join(_titles(line)))
     weights = []
     for vocabulary in vocabularies:
         weight = 0.0
@@ -162,7 +148,7 @@ def people_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     """Per tool, the weight of the people `line` names (module docstring): if it names
     someone, log((tools + 1) / tools that take a person) to each tool that takes one."""
     known = set().union(*(_vocabulary(tool) for tool in tools))
-    said = any(not _stems(name) & known for name in _names(line))
+    said = any(not word_stems(name) & known for name in _names(line))
     return takers_evidence(tools, said, takes_person)
 
 
@@ -184,8 +170,10 @@ def refuses(tool: ToolDefinition, line: str) -> bool:
     that fetches someone): it refuses the tool rather than asks for it. What the tool does is
     in its name and description: a word of its arguments' only ("Shut the east gate, but
     don't bar it." for a gate's `bar` flag) says how, not whether."""
-    verbs = _stems(f"{spelled(tool.name)} {tool.description}")
-    return any(_stems(m.group(1)) & verbs for m in _REFUSAL.finditer(line.replace("\u2019", "'")))
+    verbs = word_stems(f"{spelled(tool.name)} {tool.description}")
+    return any(
+        word_stems(m.group(1)) & verbs for m in _REFUSAL.finditer(line.replace("\u2019", "'"))
+    )
 
 
 #: Words before an order's verb that leave it an order ("Just wash...", "Then send...").
@@ -248,7 +236,7 @@ def counted_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     the noun, only those take it: "two nights" is no object to hand over."""
     weights = [0.0] * len(tools)
     for noun in counted_nouns(line):
-        stems = _stems(" ".join(noun))
+        stems = word_stems(" ".join(noun))
         if not stems:
             continue
         units = [i for i, tool in enumerate(tools) if _counts_in(tool, noun, stems)]
@@ -265,7 +253,7 @@ def counts_in_units(tools: Sequence[ToolDefinition], line: str) -> bool:
     blasts." for a tool taking how many blasts, "Berth for 2 days." for one counted in days):
     what an order without a verb says."""
     for noun in counted_nouns(line):
-        stems = _stems(" ".join(noun))
+        stems = word_stems(" ".join(noun))
         if stems and any(_counts_in(tool, noun, stems) for tool in tools):
             return True
     return False
@@ -279,7 +267,7 @@ def _counts_in(tool: ToolDefinition, noun: tuple[str, ...], stems: frozenset[str
     """Whether a numeric argument of `tool` counts in `noun` ("nights": "How many nights"; a
     week or a day: an argument in days or nights)."""
     for param in _numeric(tool):
-        if stems & _stems(f"{param.name} {param.description}"):
+        if stems & word_stems(f"{param.name} {param.description}"):
             return True
         if counts_days(param) and any(w.removesuffix("s") in DAY_SPANS for w in noun):
             return True
@@ -293,7 +281,7 @@ def _takes_object(tool: ToolDefinition, stems: frozenset[str]) -> bool:
         return False
     for param in tool.parameters:
         values = enum_values(param)
-        if values and stems & _stems(" ".join(values)):
+        if values and stems & word_stems(" ".join(values)):
             return True
         # Not a name nor a person: a number counts things, not whose they are.
         whose = is_name(param) or takes_person(param) or describes_person(param)
@@ -312,7 +300,7 @@ def _vocabulary(tool: ToolDefinition) -> dict[str, float]:
             said = _CONDITION.sub("", said)
         values = enum_values(param)  # as written and in words ("storm_warning": storm)
         parts += [param.name.replace("_", " "), said, *values, *map(value_words, values)]
-    vocabulary = dict.fromkeys(_stems(" ".join(parts)), 1.0)
+    vocabulary = dict.fromkeys(word_stems(" ".join(parts)), 1.0)
     for clause in _CLAUSE_END.split(tool.description):
         setting = False
         for word in WORD.findall(clause):
@@ -321,80 +309,42 @@ def _vocabulary(tool: ToolDefinition) -> dict[str, float]:
                 setting = low in _SETTING_OPENERS
                 continue
             weight = _SETTING_WEIGHT if setting else 1.0
-            for stem in _stems(word):
+            for stem in word_stems(word):
                 vocabulary[stem] = max(vocabulary.get(stem, 0.0), weight)
     return vocabulary
 
 
 @lru_cache(maxsize=4096)  # the tools' texts come back at every decision
-def _stems(text: str, keep: frozenset[str] = frozenset()) -> frozenset[str]:
+def word_stems(text: str, keep: frozenset[str] = frozenset()) -> frozenset[str]:
     """The stems of `text`'s telling words (`keep`: silent words that tell here)."""
     return frozenset(
-        _STEMMER.stemWord(low)
+        STEMMER.stemWord(low)
         for word in WORD.findall(text)
         if (low := word.lower()) in keep or (len(low) > 2 and low not in _SILENT)
     )
 
 
-def polar_words(phrase: str, line: str) -> int:
-    """How many words of a boolean's `phrase` ("light it", "put it out") `line` has, as
-    `phrase_words` counts them, where any word that lights, opens or starts something matches
-    any other such word, and any that puts out, closes or stops something any other: "Douse
-    the lamp" and "Turn the lamp off" say "put it out"; so, for a pair of its own, do words
-    that raise and words that lower ("Bring the curtain down" says "lower it"). Such a word
-    after a determiner is the thing, not what is done to it: "Douse the light" says "light
-    it" by one word only, and "put it out" by its side. A side counts twice: it is what tells
-    the two values apart, where the rest may be said of either ("Turn the lamp off" says "turn
-    it on" but for its side). Words the phrase offers as either ("dead or alive will do") are
-    said by a line that says both, not by one that says one of them ("taken alive")."""
-    shared = _polar_stems(phrase) & _polar_stems(line)
-    for either in _EITHER.finditer(phrase):
-        pair = _stems(either.group(1)) | _stems(either.group(2))
-        if not pair <= shared:
-            shared -= pair
-    return len(shared) + len(shared & {_GOING, _STOPPED, _RAISED, _LOWERED})
+#: A line asking to pass words on: "tell them", "let X know", "send word", "warn the guard"
+#: (not "tell me", "let me know").
+_TELLS = re.compile(
+    r"\b(?:tell|warn|inform)\s+(?!me\b|us\b)\w|\blet\s+(?!me\b|us\b)(?:[\w'-]+\s+){1,4}know\b"
+    r"|\bsend\s+(?:word|news)\b|\bpass\s+(?:it\s+)?(?:on|along)\b",
+    re.IGNORECASE,
+)
+#: A line sending someone or something to a named place: "across to Highcliff Harbour",
+#: "bound for Port Amberly", "ride to Kell's Ferry", "we need to reach Wren's Crossing".
+_SENDS_TO = re.compile(r"\b(?:to|towards?|bound\s+for|reach)\s+(?:the\s+)?[A-Z]")
 
 
-#: Two words a phrase offers as either: "dead or alive".
-_EITHER = re.compile(r"\b(\w+)\s+or\s+(\w+)\b", re.IGNORECASE)
+def telling_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
+    """Per tool, the weight of a line asking to pass words on (module docstring) for the
+    tools that take a message."""
+    return takers_evidence(
+        tools, _TELLS.search(line) is not None, lambda p: is_sentence(p, MESSAGE)
+    )
 
 
-#: Each side's opposite: a boolean's two values are opposites.
-_OPPOSITE = {_GOING: _STOPPED, _STOPPED: _GOING, _RAISED: _LOWERED, _LOWERED: _RAISED}
-
-
-def opposed_sides(phrases: Sequence[str], line: str) -> list[int]:
-    """Per phrase of a boolean's two ("true to raise the hood", "false to run it open"), the
-    sides `line` says (`polar_words`) whose opposite the other phrase says, each counted as a
-    side is: "keep the hood down" lowers it, so it says what raising it does not, false."""
-    if len(phrases) != 2:
-        return [0] * len(phrases)
-    said = _polar_stems(line) & set(_OPPOSITE)
-    sides = [_polar_stems(phrase) for phrase in phrases]
-    return [2 * sum(_OPPOSITE[side] in sides[1 - i] for side in said) for i in range(2)]
-
-
-#: Sayings whose "on" sets nothing going: "Hold on", "on second thought", "on foot".
-_IDIOMS = re.compile(r"\b(?:(?:hold|hang|come|go)\s+on|on\s+(?:second\s+thoughts?|foot))\b", re.I)
-
-
-def _polar_stems(text: str) -> set[str]:
-    said = WORD.findall(_IDIOMS.sub(" ", text))
-    found: set[str] = set()
-    for i, word in enumerate(said):
-        found |= _stems(word, _POLAR)
-        stem = _STEMMER.stemWord(word.lower())
-        side = _SIDES.get(stem, "")
-        if not side:
-            continue
-        before = said[i - 1].lower() if i else ""
-        after = said[i + 1].lower() if i + 1 < len(said) else ""
-        if before not in DETERMINERS and not (stem == "out" and after == "of"):  # "out of oil"
-            found.add(side)
-    return found
-
-
-def phrase_words(phrase: str, line: str) -> int:
-    """How many words of `phrase` (a boolean's "true to light it" or "false to put it out")
-    `line` has, by stem, particles and negations counted."""
-    return len(_stems(phrase, _POLAR) & _stems(line, _POLAR))
+def place_words(tools: Sequence[ToolDefinition], line: str) -> list[float]:
+    """Per tool, the weight of a line sending something to a named place (module docstring)
+    for the tools that take a place."""
+    return takers_evidence(tools, _SENDS_TO.search(line) is not None, is_place)

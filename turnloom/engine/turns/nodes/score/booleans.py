@@ -1,0 +1,171 @@
+"""What a boolean argument's description says each value means, and which of those a player's
+line says: evidence for the `score` decision's boolean arguments (`arguments`).
+
+A description tells the two values apart in words: "true to light it, false to put it out",
+"false (the default) for a quick blessing" (`boolean_phrases`); it may name the value that holds
+when the player says nothing of it (`described_default`). A line is read by which side it
+says, in any words: "Douse the light" and "Turn the lamp off" say "put it out"
+(`polar_words`); "keep the hood down" says what raising it does not (`opposed_sides`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .calibration import one_line
+from .values import DETERMINERS, WORD, words
+from .words import STEMMER, word_stems
+
+__all__ = [
+    "boolean_phrases",
+    "described_default",
+    "opposed_sides",
+    "phrase_words",
+    "polar_words",
+]
+
+
+#: What each value of a boolean means, an aside allowed after it ("false (the default) for a
+#: quick blessing").
+_BOOLEAN_PHRASES = re.compile(
+    r"\btrue\s*(?:\([^)]*\)\s*)?(?:to|if|when|for|=|:|means)\s+"
+    r"(?P<true>[^;.]+?)(?=,?\s*false\b|[;.]|$)"
+    r"|\bfalse\s*(?:\([^)]*\)\s*)?(?:to|if|when|for|=|:|means)\s+"
+    r"(?P<false>[^;.]+?)(?=,?\s*true\b|[;.]|$)",
+    re.IGNORECASE,
+)
+#: A boolean's description naming its default: "false (the default)", "defaults to true",
+#: "true by default", "(default false)", or the value where the visitor says nothing of it ("If
+#: the visitor says nothing about coming back, it's false.", "Unless they stress haste, take it
+#: as false.").
+_DEFAULT = re.compile(
+    r"\b(?P<value>true|false)\s*\((?:the\s+)?default\)"
+    r"|\(\s*default(?:\s+is|:)?\s+(?P<paren>true|false)\s*\)"
+    r"|(?:^|[.;]\s*)(?:if|unless|when|where)\b[^.;]*,\s*(?:it's|it\s+is|take\s+it\s+as|assume"
+    r"|treat\s+it\s+as|use|it\s+should\s+be)\s+(?P<unsaid>true|false)\b"
+    r"|\bdefaults?\s+(?:to|is)\s+(?P<to>true|false)\b"
+    r"|\b(?P<by>true|false)\s+by\s+default\b",
+    re.IGNORECASE,
+)
+#: An aside naming a default ("(default false)", "(the default)").
+_DEFAULT_ASIDE = re.compile(r"\s*\([^)]*\bdefault\b[^)]*\)", re.IGNORECASE)
+#: Where a tool's description offers two things to do ("Light the torch or put it out.").
+_ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
+
+
+def boolean_phrases(description: str, tool_description: str = "") -> tuple[str, str]:
+    """What a boolean's description says each value means: ("light it", "put it out") for
+    "true to light it, false to put it out"; "" where it does not say.
+
+    Where it says one side only ("true to light it."), the other is the tool's other
+    alternative when its description offers two ("Light the torch or put it out.": "put it
+    out"): without it, nothing in the line speaks for false, and "Put out the torch." lights
+    it."""
+    said = {"true": "", "false": ""}
+    for found in _BOOLEAN_PHRASES.finditer(description):
+        # Less an aside naming the default: "false if not (default false)" says "not".
+        phrase = found.group(found.lastgroup or 0)
+        said[found.lastgroup or ""] = _DEFAULT_ASIDE.sub("", phrase).strip()
+    known = said["true"] or said["false"]
+    if known and not (said["true"] and said["false"]):
+        sides = _ALTERNATIVES.split(one_line(tool_description).rstrip(". "), maxsplit=1)
+        if len(sides) == 2:
+            first, second = (phrase_words(known, side) for side in sides)
+            if first != second:
+                said["false" if said["true"] else "true"] = sides[1] if first > second else sides[0]
+    return said["true"], said["false"]
+
+
+def described_default(description: str) -> bool | None:
+    """The value a boolean's description names as its default, or None."""
+    found = _DEFAULT.search(description)
+    return None if found is None else found.group(found.lastgroup or 0).lower() == "true"
+
+
+#: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest".
+_POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start"])
+#: Words that set something going and words that stop it, each kind one word to a boolean's
+#: phrases (`polar_words`); the names stand for a side and are no stem of any word.
+_GOING, _STOPPED = "<going>", "<stopped>"
+_GOING_STEMS = frozenset(
+    STEMMER.stemWords(words("on light lit kindle ignite relight open start begin resume enable"))
+)
+_STOPPED_STEMS = frozenset(
+    STEMMER.stemWords(words("off out douse extinguish snuff quench shut close stop halt disable"))
+)
+#: Words that raise something and words that lower it, the other pair of sides ("true to raise
+#: the curtain, false to lower it": "Bring the curtain down" lowers it, "Curtain up!" raises it).
+_RAISED, _LOWERED = "<raised>", "<lowered>"
+_RAISED_STEMS = frozenset(STEMMER.stemWords(words("up raise rise lift hoist")))
+_LOWERED_STEMS = frozenset(STEMMER.stemWords(words("down lower drop")))
+_SIDES = {
+    **dict.fromkeys(_GOING_STEMS, _GOING),
+    **dict.fromkeys(_STOPPED_STEMS, _STOPPED),
+    **dict.fromkeys(_RAISED_STEMS, _RAISED),
+    **dict.fromkeys(_LOWERED_STEMS, _LOWERED),
+}
+
+
+def polar_words(phrase: str, line: str) -> int:
+    """How many words of a boolean's `phrase` ("light it", "put it out") `line` has, as
+    `phrase_words` counts them, where any word that lights, opens or starts something matches
+    any other such word, and any that puts out, closes or stops something any other: "Douse
+    the lamp" and "Turn the lamp off" say "put it out"; so, for a pair of its own, do words
+    that raise and words that lower ("Bring the curtain down" says "lower it"). Such a word
+    after a determiner is the thing, not what is done to it: "Douse the light" says "light
+    it" by one word only, and "put it out" by its side. A side counts twice: it is what tells
+    the two values apart, where the rest may be said of either ("Turn the lamp off" says "turn
+    it on" but for its side). Words the phrase offers as either ("dead or alive will do") are
+    said by a line that says both, not by one that says one of them ("taken alive")."""
+    shared = _polar_stems(phrase) & _polar_stems(line)
+    for either in _EITHER.finditer(phrase):
+        pair = word_stems(either.group(1)) | word_stems(either.group(2))
+        if not pair <= shared:
+            shared -= pair
+    return len(shared) + len(shared & {_GOING, _STOPPED, _RAISED, _LOWERED})
+
+
+#: Two words a phrase offers as either: "dead or alive".
+_EITHER = re.compile(r"\b(\w+)\s+or\s+(\w+)\b", re.IGNORECASE)
+
+
+#: Each side's opposite: a boolean's two values are opposites.
+_OPPOSITE = {_GOING: _STOPPED, _STOPPED: _GOING, _RAISED: _LOWERED, _LOWERED: _RAISED}
+
+
+def opposed_sides(phrases: Sequence[str], line: str) -> list[int]:
+    """Per phrase of a boolean's two ("true to raise the hood", "false to run it open"), the
+    sides `line` says (`polar_words`) whose opposite the other phrase says, each counted as a
+    side is: "keep the hood down" lowers it, so it says what raising it does not, false."""
+    if len(phrases) != 2:
+        return [0] * len(phrases)
+    said = _polar_stems(line) & set(_OPPOSITE)
+    sides = [_polar_stems(phrase) for phrase in phrases]
+    return [2 * sum(_OPPOSITE[side] in sides[1 - i] for side in said) for i in range(2)]
+
+
+#: Sayings whose "on" sets nothing going: "Hold on", "on second thought", "on foot".
+_IDIOMS = re.compile(r"\b(?:(?:hold|hang|come|go)\s+on|on\s+(?:second\s+thoughts?|foot))\b", re.I)
+
+
+def _polar_stems(text: str) -> set[str]:
+    said = WORD.findall(_IDIOMS.sub(" ", text))
+    found: set[str] = set()
+    for i, word in enumerate(said):
+        found |= word_stems(word, _POLAR)
+        stem = STEMMER.stemWord(word.lower())
+        side = _SIDES.get(stem, "")
+        if not side:
+            continue
+        before = said[i - 1].lower() if i else ""
+        after = said[i + 1].lower() if i + 1 < len(said) else ""
+        if before not in DETERMINERS and not (stem == "out" and after == "of"):  # "out of oil"
+            found.add(side)
+    return found
+
+
+def phrase_words(phrase: str, line: str) -> int:
+    """How many words of `phrase` (a boolean's "true to light it" or "false to put it out")
+    `line` has, by stem, particles and negations counted."""
+    return len(word_stems(phrase, _POLAR) & word_stems(line, _POLAR))

@@ -2315,3 +2315,76 @@ def test_a_saying_with_on_in_it_says_no_side() -> None:
     assert sb.opposed_sides(lasting, "Actually, on second thought, make it frost.") == [0, 0]
     assert sb.opposed_sides(lasting, "Hold on, there's three of us.") == [0, 0]
     assert sb.opposed_sides(("turn it on", "turn it off"), "Turn the lamp on.")[0] > 0
+
+
+def test_on_or_off_before_what_it_is_on_and_a_phrasal_off_say_no_side() -> None:
+    lasting = ("bind it into the item for good", "the ordinary kind that wears off")
+    line = "Can you put a frost enchantment on my longsword? Just a temporary one is fine."
+    assert sb.opposed_sides(lasting, line) == [0, 0]
+    line = "I'd like this silver ring enchanted to ward off spirits, and bind it for good please."
+    assert sb.polar_words(lasting[0], line) > sb.polar_words(lasting[1], line)
+    # After a verb that takes it, "on the" and "off the" still say a side.
+    assert sb.polar_words("turn it on", "Switch on the lantern.") > 0
+    assert sb.polar_words("put it out", "Turn off the lamp.") > 0
+    assert sb.polar_words("turn it on", "Put the kettle on the stove.") == 0
+
+
+def test_a_party_counts_the_members_it_numbers() -> None:
+    travellers = tl.ToolParamDefinition(
+        "travellers", "integer", "How many people will step through, counting the visitor."
+    )
+    assert sn.numbers("Open a portal to Highgate for me and my two brothers.", travellers) == [3]
+    assert sn.numbers("For me and my 3 cousins, to Kell.", travellers) == [4]
+    assert sn.numbers("Me, my wife and our son.", travellers) == [3]
+
+
+def test_someones_kin_stands_for_the_name_after_it() -> None:
+    target = tl.ToolParamDefinition("target", "string", "Who or what carries the curse.")
+    line = "My son Pell's been wasting away since the hedge-witch glared at him."
+    assert sn_names.people_said_whole(line, target, ["son", "wasting"], frozenset()) == [
+        "Pell",
+        "wasting",
+    ]
+
+
+def test_a_verb_after_an_auxiliary_is_no_thing() -> None:
+    line = "Someone's hexed my warehouse, I swear. Can you lift the curse on it?"
+    assert sn_names.verb_led(line, "hexed my warehouse")
+    assert sn_names.verb_led("He's tied up outside.", "tied up")
+    assert sn_names.verb_led("They've cursed my boat.", "cursed my boat")
+    assert not sn_names.verb_led("Old Mother Greave has taken a bad fall.", "taken a bad fall")
+    assert not sn_names.verb_led("Lift the curse on this hexed ring.", "hexed ring")
+    target = tl.ToolParamDefinition("target", "string", "Who or what carries the curse.")
+    fill = ss.Fill("", "", ")", line, frozenset({"lift", "curse", "target"}), False)
+    values = ss.string_values(fill, target)
+    assert "warehouse" in values and not [v for v in values if v.startswith("hexed")], values
+
+
+def test_a_message_is_what_the_line_asks_to_let_someone_know() -> None:
+    line = "Use the speaking crystal to let Old Tobin know his grandson arrived safe. No rush."
+    assert sv.clauses(line) == ["his grandson arrived safe"]
+    assert sv.clauses("Let her know by falcon that the shipment is late.") == [
+        "the shipment is late"
+    ]
+    assert sv.clauses("Let me know when it's done.") == []
+    message = tl.ToolParamDefinition("message", "string", "What the message says.")
+    fill = ss.Fill("", "", ")", line, frozenset({"send", "message", "recipient"}), False)
+    assert ss.string_values(fill, message) == ["his grandson arrived safe"]
+    recipient = tl.ToolParamDefinition("recipient", "string", "Who should hear the message.")
+    assert "Old Tobin" in ss.string_values(fill, recipient)
+
+
+def test_a_time_of_day_says_the_side_it_is_of() -> None:
+    evening = ("the evening show by torchlight", "the afternoon matinee")
+    for line, side in (
+        ("A dozen ringside seats for tonight, the lads have earned a treat.", 0),
+        ("Eight seats for the afternoon show in the stands.", 1),
+        ("Two for the matinee, please.", 1),
+    ):
+        said = [sb.polar_words(phrase, line) for phrase in evening]
+        assert said[side] > said[1 - side], (line, said)
+
+
+def test_a_denial_ends_at_a_dash() -> None:
+    line = "Not the matinee \u2014 three tickets for the evening show, up in the stands."
+    assert sa._DENIED.search(line).group(0) == "Not the matinee "

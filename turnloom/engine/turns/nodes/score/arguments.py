@@ -16,7 +16,7 @@ choice's prompt) are not needed here.
   side: "Actually, make it properly hot."; a line denying it by name: "don't bar it" is false),
   any word that lights, opens or starts something matching another such word, and any that
   puts out, closes or stops something another ("Douse the lamp" says "put it out":
-  `words.polar_words`), as any word that raises matches another, and any that lowers ("Bring
+  `booleans.polar_words`), as any word that raises matches another, and any that lowers ("Bring
   the curtain down"), a side whose opposite one value's phrase says counting for the other
   ("keep the hood down" against "true to raise the hood"); a flag the line says nothing of
   keeps an earlier call's value, else takes its described default; and a flag of urgency
@@ -125,10 +125,10 @@ from .words import WORDS_WEIGHT
 __all__ = ["Arguments", "fill_arguments"]
 
 #: A clause a line denies: "won't be returning", "never opens", "don't light it", "No wax
-#: needed", "nothing breakable".
+#: needed", "nothing breakable"; to a dash ("Not the matinee — the evening show").
 _DENIED = re.compile(
     r"\b(?:not|never|no|nothing|without|won't|wont|don't|dont|didn't|isn't|aren't|can't"
-    r"|shan't)\b[^,.;:!?]*",
+    r"|shan't)\b[^,.;:!?\u2014]*",
     re.IGNORECASE,
 )
 #: Someone or something a line points to without naming it.

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from .calibration import one_line
+from .numbers import TIMES_OF_DAY
 from .values import DETERMINERS, WORD, words
 from .words import STEMMER, word_stems
 
@@ -145,23 +146,39 @@ def opposed_sides(phrases: Sequence[str], line: str) -> list[int]:
     return [2 * sum(_OPPOSITE[side] in sides[1 - i] for side in said) for i in range(2)]
 
 
-#: Sayings whose "on" sets nothing going: "Hold on", "on second thought", "on foot".
-_IDIOMS = re.compile(r"\b(?:(?:hold|hang|come|go)\s+on|on\s+(?:second\s+thoughts?|foot))\b", re.I)
+#: Sayings whose "on" sets nothing going: "Hold on", "on second thought", "on foot"; and whose
+#: "off" stops nothing: "ward off spirits", "show it off", "see them off".
+_IDIOMS = re.compile(
+    r"\b(?:(?:hold|hang|come|go)\s+on|on\s+(?:second\s+thoughts?|foot)"
+    r"|(?:ward|fend|show|fight|scare|drive|see|pay|kick|head|better|well)(?:s|ed|ing)?"
+    r"(?:\s+(?:it|them|him|her|me|us))?\s+off)\b",
+    re.IGNORECASE,
+)
+#: Verbs whose "on" or "off" is what they do to the thing after it ("turn on the lamp", "call
+#: off the search"); after any other word, "on the" or "off my" says where: "a frost
+#: enchantment on my longsword", "the lid off the pot".
+_TAKES_PARTICLE = frozenset(
+    STEMMER.stemWords(words("turn switch flick put keep kept leave left set shut cut call"))
+)
 
 
 def _polar_stems(text: str) -> set[str]:
     said = WORD.findall(_IDIOMS.sub(" ", text))
     found: set[str] = set()
     for i, word in enumerate(said):
-        found |= word_stems(word, _POLAR)
-        stem = STEMMER.stemWord(word.lower())
-        side = _SIDES.get(stem, "")
-        if not side:
-            continue
         before = said[i - 1].lower() if i else ""
         after = said[i + 1].lower() if i + 1 < len(said) else ""
-        if before not in DETERMINERS and not (stem == "out" and after == "of"):  # "out of oil"
-            found.add(side)
+        low = word.lower()
+        where = low in ("on", "off") and after in DETERMINERS
+        if where and STEMMER.stemWord(before) not in _TAKES_PARTICLE:
+            continue
+        found |= word_stems(word, _POLAR)
+        if low in TIMES_OF_DAY:  # "tonight" says "the evening show"
+            found.add(TIMES_OF_DAY[low])
+        stem = STEMMER.stemWord(low)
+        side = _SIDES.get(stem, "")
+        if side and before not in DETERMINERS and not (stem == "out" and after == "of"):
+            found.add(side)  # not "the light", nor "out of oil"
     return found
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "starts_longer",
     "starts_with",
     "subjects",
+    "verb_led",
     "with_street",
 ]
 
@@ -132,7 +133,7 @@ def owns(line: str, value: str) -> bool:
 
 
 #: Someone said with who they are to the speaker ("my husband Bram", "her sister Wenna").
-_KIN_NAMED = re.compile(rf"\b{KIN}\s+(?P<name>{NAMED.pattern})")
+_KIN_NAMED = re.compile(rf"\b(?P<kin>{KIN})\s+(?P<name>{NAMED.pattern})")
 #: People named together ("Mira Haldane and Jory Finch").
 _NAMED_TOGETHER = re.compile(rf"(?<![\w'-]){NAMED.pattern}\s+(?:and|&)\s+{NAMED.pattern}")
 
@@ -147,7 +148,10 @@ def people_said_whole(
     is "Rosalind"), but words another argument took; else `found`."""
     declared = declared_words(param)
     if not declared & {"person", "people"}:
-        return found
+        # Who they are to the speaker stands for their name where one follows: "My son Pell's
+        # been wasting away" for who or what carries a curse is Pell, not "son".
+        kin = {m["kin"].lower(): m["name"].removesuffix("'s") for m in _KIN_NAMED.finditer(line)}
+        return list(dict.fromkeys(kin.get(v.lower(), v) for v in found))
     said = []
     if "names" in declared:
         for m in _NAMED_TOGETHER.finditer(line):
@@ -269,6 +273,28 @@ def is_inside(words: str, text: str) -> bool:
 def starts_longer(text: str, words: str) -> bool:
     """Whether `text` is `words` and more words ("St. Ebba's Rock" after "St")."""
     return len(text) > len(words) and text.startswith(words) and not text[len(words)].isalnum()
+
+
+#: What a verb follows: an auxiliary shortened onto who does it ("Someone's hexed my
+#: warehouse", "He's tied up outside", "they've gone"); a thing's "'s" is whose it is.
+_AUXILIARY = re.compile(
+    r"(?:'(?:ve|re|d)|\b(?:some|any|every|no)(?:one|body|thing)'s"
+    r"|\b(?:he|she|it|that|who|what|there)'s)\s+$",
+    re.IGNORECASE,
+)
+
+
+def verb_led(line: str, value: str) -> bool:
+    """Whether `value` opens, where `line` says it, with a verb's participle after a shortened
+    auxiliary ("hexed my warehouse" in "Someone's hexed my warehouse"): what is done, not a
+    thing. After a whole one, it may be what happened ("has taken a bad fall")."""
+    first = value.split(maxsplit=1)[0].lower()
+    if not first.endswith(("ed", "en", "ing")):
+        return False
+    for found in re.finditer(rf"(?<![\w'-]){re.escape(value)}(?![\w'-])", line):
+        if _AUXILIARY.search(line[: found.start()]) is not None:
+            return True
+    return False
 
 
 def starts_with(text: str, words: str) -> bool:

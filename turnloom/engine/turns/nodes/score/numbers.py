@@ -12,6 +12,7 @@ from ....graph.params import ToolParamDefinition
 
 __all__ = [
     "COUNTS",
+    "TIMES_OF_DAY",
     "TIME_UNITS",
     "against_last",
     "counts_days",
@@ -208,12 +209,29 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             continue
         number = int(value) if integer or float(value).is_integer() else value
         found.append((0 if _NUMBER.fullmatch(word) else 1, number))
-    # A party the line lists counts its people: "for me and my wife" is two.
+    # A party the line lists counts its people: "for me and my wife" is two, "me and my two
+    # brothers" three (the two are of the party, no count of their own).
     if counts_people(param) and (party := _PARTY.search(line)) is not None:
-        found.append((1, 2 + len(re.findall(r",", party.group(0)))))
+        members = [_plain(m) or 1.0 for m in _MEMBER.findall(party.group(0))]
+        found = [f for f in found if f[1] not in {m for m in members if m > 1}]
+        found.append((1, int(1 + sum(members))))
     # A span of time says how long; the number of horses in the same line does not. Digits
     # come before words, words before ordinals (the first of equal scores wins).
     return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
+
+
+#: Words for the same time of day, as a line or an explanation may say it ("'dusk' for evening
+#: or nightfall": "tonight").
+TIMES_OF_DAY = {
+    word: f"<{time}>"
+    for time, said in (
+        ("morning", "morning dawn daybreak sunrise sunup"),
+        ("noon", "noon midday lunchtime"),
+        ("afternoon", "afternoon matinee"),
+        ("evening", "evening tonight dusk nightfall sundown sunset twilight"),
+    )
+    for word in said.split()
+}
 
 
 #: Words between a number and its unit of time that leave the span as it is ("a whole day").
@@ -225,6 +243,10 @@ _PARTY = re.compile(
     r"|\b(?:my|our)\s+[\w'-]+(?:\s*,\s*(?:my|our)\s+[\w'-]+)*\s+and\s+(?:me|myself|i)\b",
     re.IGNORECASE,
 )
+
+
+#: Each member of such a party but the speaker: "my wife", "our two sons".
+_MEMBER = re.compile(r"\b(?:my|our)\s+([\w'-]+)", re.IGNORECASE)
 
 
 def counts_people(param: ToolParamDefinition) -> bool:

@@ -34,6 +34,7 @@ from .names import (
     starts_longer,
     starts_with,
     subjects,
+    verb_led,
     with_street,
 )
 from .numbers import singular
@@ -192,7 +193,12 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         return list(dict.fromkeys(earlier))
     found = found or spans(fill.line, fill.avoid, fill.numeric, longest)
     if sentence:
-        found = [*clauses(fill.line), *found]
+        # A message is the clause a message verb introduces, where the line has one ("let Old
+        # Tobin know his grandson arrived safe"): the model may prefer a word before it.
+        relayed = clauses(fill.line)
+        if message and relayed and not (whom or describes_person(param)):
+            return relayed
+        found = [*relayed, *found]
     # What a number counts comes right after it ("three bandages", "Two coils, please."), for
     # an object described as what ("What to hand out") as for any object, not a message, nor a
     # name or a person: a number counts things, not whom they are for ("Give Sorrel 3 scoops
@@ -350,13 +356,14 @@ def _loosely_cut(line: str, value: str, units: frozenset[str], place: bool) -> b
     a word a count is counted in (`units`), starts or ends with when (`_WHEN`), or, for a
     place, starts with a word a place follows ("reach Wren's Crossing") or a lowercase word the
     line follows with what opens a noun phrase ("to see the old watchtower": "see", "see the
-    old watchtower")."""
+    old watchtower"); or it starts with a verb said after an auxiliary ("Someone's hexed")."""
     said = WORD.findall(value)
     low = [w.lower() for w in said]
     opener = rf"(?<![\w'-]){re.escape(said[0])}\s+(?i:{'|'.join(_OPENERS)})\b"
-    verb_led = said[0].islower() and re.search(opener, line) is not None
-    verb_led = place and (verb_led or low[0] in _BEFORE_PLACES)
-    return singular(low[0]) in units or bool(_WHEN & {low[0], low[-1]}) or verb_led
+    object_led = said[0].islower() and re.search(opener, line) is not None
+    object_led = place and (object_led or low[0] in _BEFORE_PLACES)
+    loose = singular(low[0]) in units or bool(_WHEN & {low[0], low[-1]}) or object_led
+    return loose or verb_led(line, value)
 
 
 def _runs_on(line: str, name: str, longer: str) -> bool:

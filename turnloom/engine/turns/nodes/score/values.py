@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from ...dialog.projection import Interaction
-from .numbers import COUNTS, DAY_SPANS, is_number, singular
+from .numbers import COUNTS, DAY_SPANS, TIMES_OF_DAY, is_number, singular
 
 __all__ = [
     "DETERMINERS",
@@ -93,9 +93,11 @@ TITLES = frozenset(("St", "Mr", "Mrs", "Ms", "Dr", "Mt"))
 #: Words of a string argument's name or description that make its value a sentence (a
 #: message, an errand), not a name: its spans run longer.
 SENTENCE_WORDS = frozenset(words("message text errand note reason says say what happened"))
-#: Words after which a message's content starts ("tell her that ...", "saying ...").
+#: Words after which a message's content starts ("tell her that ...", "saying ...", "let Old
+#: Tobin know ...", "let her know by falcon that ...").
 _CLAUSE = re.compile(
     r"(?:\bthat|\bsaying|:|\btell\s+(?:him|her|them|[A-Z][\w'-]*)\s+to"
+    r"|\blet\s+(?!me\b|us\b)(?:[\w'-]+\s+){1,6}?know(?:\s+(?:by|via|through)\s+[\w'-]+)?(?:\s+that)?"
     r"|(?:^|[.!?,;]\s*)(?:(?:just|and|then)\s+)?say)\s+([^.!?;]+)",
     re.IGNORECASE,
 )
@@ -142,22 +144,9 @@ def explained(description: str, enum: Sequence[str], line: str) -> list[str]:
 
 def _content(text: str) -> set[str]:
     """The words of `text` that are no filler, lowercase and singular ("hulls": "hull"), and
-    the time of day a word says (`_TIMES_OF_DAY`: "tonight" is in the evening)."""
+    the time of day a word says (`TIMES_OF_DAY`: "tonight" is in the evening)."""
     found = {singular(w) for w in {w.lower() for w in WORD.findall(text)} - FILLER}
-    return found | {_TIMES_OF_DAY[w] for w in found if w in _TIMES_OF_DAY}
-
-
-#: Words for the same time of day, as a line or an explanation may say it ("'dusk' for evening
-#: or nightfall": "tonight").
-_TIMES_OF_DAY = {
-    word: f"<{time}>"
-    for time, said in (
-        ("morning", "morning dawn daybreak sunrise sunup"),
-        ("noon", "noon midday lunchtime"),
-        ("evening", "evening tonight dusk nightfall sundown sunset twilight"),
-    )
-    for word in said.split()
-}
+    return found | {TIMES_OF_DAY[w] for w in found if w in TIMES_OF_DAY}
 
 
 def after_numbers(line: str) -> set[int]:

@@ -400,6 +400,7 @@ POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
 TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
 LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
 ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
+CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json")
 
 SETS = {
     s.name: s
@@ -428,5 +429,6 @@ SETS = {
         TEMPLE,
         LODGE,
         ENCHANTER,
+        CARTOGRAPHER,
     )
 }

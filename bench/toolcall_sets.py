@@ -400,7 +400,7 @@ POSTOFFICE = load_set(_DATA / "postoffice_sealed.json", _JUDGED)
 TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
 LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
 ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
-CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json")
+CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -2388,3 +2388,76 @@ def test_a_time_of_day_says_the_side_it_is_of() -> None:
 def test_a_denial_ends_at_a_dash() -> None:
     line = "Not the matinee \u2014 three tickets for the evening show, up in the stands."
     assert sa._DENIED.search(line).group(0) == "Not the matinee "
+
+
+def test_a_name_is_said_with_what_it_is_of() -> None:
+    original = tl.ToolParamDefinition("original", "string", "The map to be copied.")
+    line = "Could you make three copies of this old map of the Saltmarsh Road? No rush."
+    fill = ss.Fill("", "", ")", line, frozenset({"copy", "map", "original", "copies"}), True)
+    assert ss.string_values(fill, original) == ["old map of the Saltmarsh Road"]
+    assert sn_names.with_noun("We're selling the orchard on Brindle Hill.", "Brindle Hill") == (
+        "orchard on Brindle Hill"
+    )
+    # Not across words that say who or what does something ("the man who lives on").
+    assert sn_names.with_noun("Find the man who lives on Cobble Lane.", "Cobble Lane") == (
+        "Cobble Lane"
+    )
+
+
+def test_so_many_of_us_counts_the_party() -> None:
+    party = tl.ToolParamDefinition("party_size", "integer", "How many travellers in all.")
+    line = "Pilgrims for the Shrine of Saint Orla, 5 of us. Can one of your guides lead us?"
+    assert sn.numbers(line, party, time_elsewhere=True) == [5]
+    assert sn.numbers("Hold on, there's three of us.", party) == [3]
+
+
+def test_a_message_may_follow_tell_her_without_that() -> None:
+    line = "Send a courier to my wife Linnea, tell her the ship is delayed and I'll be home."
+    assert sv.clauses(line) == ["the ship is delayed and I'll be home"]
+    assert sv.clauses("Tell her that the bread is ready.") == ["the bread is ready"]
+
+
+def test_i_meant_corrects_the_last_call() -> None:
+    assert td._CORRECTS.match("Sorry, I meant the west field, not the north one.")
+    assert not td._CORRECTS.match("What I meant to ask is where the road goes.")
+
+
+def test_whenever_they_are_ready_leaves_the_time_to_the_one_asked() -> None:
+    assert sc.says_unhurried("Two copies, please, whenever they're ready.")
+    assert not sc.says_unhurried("I need them ready before the tide turns.")
+
+
+COPY = tl.ToolDefinition(
+    "copy_map",
+    "Make fair copies of a map the visitor brings.",
+    [
+        tl.ToolParamDefinition("original", "string", "The map to be copied."),
+        tl.ToolParamDefinition("copies", "integer", "How many copies to make."),
+    ],
+)
+
+
+def test_what_the_tools_name_calls_the_thing_is_said_with_it() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(tools=[COPY]), "Copy this treasure map for me, just the one.")[
+        "calls"
+    ]
+    assert call.arguments == {"original": "treasure map", "copies": 1}
+
+
+def test_a_correction_by_i_meant_names_the_new_value() -> None:
+    site = tl.ToolParamDefinition("site", "string", "The land to survey.")
+    line = "Sorry, I meant the west field, not the north one."
+    values = _read(site, line, {"survey", "land", "site"}, earlier=("our north field",))
+    assert "west field" in values and "our north field" not in values
+
+
+def test_a_line_that_names_no_place_goes_where_the_last_call_went() -> None:
+    where = tl.ToolParamDefinition("destination", "string", "Where the guide should lead.")
+    avoid = {"hire", "guide", "destination"}
+    line = "And we'll want him to bring us back too, if that's all right."
+    assert _read(where, line, avoid, earlier=("Elderby",)) == ["Elderby"]
+    line = "My brother Edric wants one too, same trip."
+    assert _read(where, line, avoid, earlier=("the Salt Flats",)) == ["the Salt Flats"]
+    # A place it names is the new one.
+    assert "Kessel Ford" in _read(where, "Same again, to Kessel Ford.", avoid, earlier=("Elderby",))

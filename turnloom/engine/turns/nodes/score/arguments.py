@@ -290,7 +290,7 @@ async def _fill(
     if param.type == "string":
         values = string_values(fill, param)
         if len(values) < 2:
-            return (values[0], math.nan) if values else ("", None)
+            return (_with_kind(fill, param, values[0]), math.nan) if values else ("", None)
         choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
         text = prompt(header, line, opened + '"')
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
@@ -300,7 +300,8 @@ async def _fill(
         # took ("son" in "My son has a fever").
         if is_message(param, MESSAGE):
             return values[chosen], margin
-        return widened(line, values[chosen], fill.avoid | fill.taken, fill.numeric), margin
+        value = widened(line, values[chosen], fill.avoid | fill.taken, fill.numeric)
+        return _with_kind(fill, param, value), margin
     else:
         counts = [v for v in fill.earlier if is_count(v)]
         # "Twice as long" as the last call is twice its span of time; "twice as many" twice
@@ -341,6 +342,19 @@ def _counts_own(line: str, param: ToolParamDefinition) -> bool:
     units.add(singular(" ".join(WORD.findall(spelled(param.name))).lower()))
     said = {singular(w.lower()) for w in WORD.findall(line)}
     return bool(said & units)
+
+
+def _with_kind(fill: Fill, param: ToolParamDefinition, value: str) -> str:
+    """`value` with what the tool's name calls the thing, where the line says it right after:
+    "treasure map" in "this treasure map" for the map `copy_map` copies (not where the
+    argument is named by it: "the tower door" says which door `open_door` opens)."""
+    if is_message(param, MESSAGE):
+        return value
+    kind = words_of(spelled(fill.tool_name)) - words_of(spelled(param.name))
+    after = re.search(rf"(?<![\w'-]){re.escape(value)}\s+([\w'-]+)(?![\w'-])", fill.line)
+    if after is not None and after.group(1).lower().removesuffix("s") in kind:
+        return after.group(0)
+    return value
 
 
 def _says(value: str, line: str) -> bool:

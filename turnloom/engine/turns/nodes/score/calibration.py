@@ -195,11 +195,13 @@ def is_urgency(param: ToolParamDefinition) -> bool:
 
 
 #: Words that leave the time to the one asked: "when you get a chance", "whenever you can",
-#: "when you have a moment", "at your leisure", "sometime this week" (not "as soon as you can").
+#: "when you have a moment", "at your leisure", "sometime this week", "whenever they're
+#: ready" (not "as soon as you can").
 _AT_LEISURE = re.compile(
     r"\bwhen(?:ever)? (?:you|it) (?:get a chance|have a (?:moment|minute|chance)"
     r"|can(?![\w'])|like\b|are free|'re free|suits you)"
-    r"|\bat your (?:leisure|convenience)\b|\bin your own time\b|\bsome ?time\b",
+    r"|\bat your (?:leisure|convenience)\b|\bin your own time\b|\bsome ?time\b"
+    r"|\bwhenever (?:it's|it is|they're|they are) (?:ready|done)\b",
     re.IGNORECASE,
 )
 

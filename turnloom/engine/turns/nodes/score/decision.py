@@ -177,10 +177,11 @@ _ASKS_LEAVE = re.compile(
     r"|^\W*(?:what|how|why|where|when|who|which)\s+(?:can|could|would|will|may|might|should)\b",
     re.IGNORECASE,
 )
-#: A line that corrects the last call ("Actually, make it Highcliff.", "No, make that six."):
-#: the same tool, its arguments read anew.
+#: A line that corrects the last call ("Actually, make it Highcliff.", "No, make that six.",
+#: "Sorry, I meant the west field"): the same tool, its arguments read anew.
 _CORRECTS = re.compile(
-    r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*make\s+(?:it|that|them|those)\b", re.I
+    r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*(?:make\s+(?:it|that|them|those)|i\s+meant)\b",
+    re.I,
 )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "starts_with",
     "subjects",
     "verb_led",
+    "with_noun",
     "with_street",
 ]
 
@@ -120,6 +121,28 @@ def with_street(line: str, place: str) -> str:
     market" in "at the fish market on Cobble Lane": "fish market on Cobble Lane")."""
     found = re.search(rf"{re.escape(place)}\s+(?:on|in|by)\s+(?:the\s+)?{NAMED.pattern}", line)
     return found.group(0) if found is not None else place
+
+
+def with_noun(line: str, name: str) -> str:
+    """`name` (capitalised) with the thing `line` says it is of or where it is, after a
+    determiner: "old map of the Saltmarsh Road" in "this old map of the Saltmarsh Road",
+    "orchard on Brindle Hill", "empty lot behind the Gull's Rest"; else `name`."""
+    if not name[:1].isupper():
+        return name
+    found = _OF_NAME.search(line.replace(name, "\0"))
+    # Not across words that say who does what ("the man who lives on") or where it goes ("dug
+    # this out of the Widow's Seam").
+    if found is None or (FILLER | _PARTICLES) & set(found.group(2).split()):
+        return name
+    return f"{found.group(1)}{name}"
+
+
+_PARTICLES = frozenset(["out", "up", "down", "off", "away", "back", "over", "in", "into"])
+#: A thing after a determiner, then what it is of or where it is: a name (put as "\0").
+_OF_NAME = re.compile(
+    r"\b(?:the|a|an|this|that|these|those|my|our|your|his|her|their)\s+"
+    r"(((?:[a-z][\w'-]*\s+){1,3})(?:of|on|behind|below|beside|near|by)\s+(?:the\s+)?)\0"
+)
 
 
 def is_owner(param: ToolParamDefinition) -> bool:

@@ -215,6 +215,10 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
         members = [_plain(m) or 1.0 for m in _MEMBER.findall(party.group(0))]
         found = [f for f in found if f[1] not in {m for m in members if m > 1}]
         found.append((1, int(1 + sum(members))))
+    # "5 of us", "the three of us" says how many the people are, whatever else is counted.
+    said = _OF_US.search(line) if counts_people(param) else None
+    if said is not None and (whole := _plain(said.group(1))) is not None:
+        return [int(whole)]
     # A span of time says how long; the number of horses in the same line does not. Digits
     # come before words, words before ordinals (the first of equal scores wins).
     return list(dict.fromkeys(timed or [n for _, n in sorted(found, key=lambda f: f[0])]))
@@ -245,6 +249,8 @@ _PARTY = re.compile(
 )
 
 
+#: How many the speaker's party is, said as so many "of us".
+_OF_US = re.compile(r"\b([\w-]+)\s+of\s+us\b", re.IGNORECASE)
 #: Each member of such a party but the speaker: "my wife", "our two sons".
 _MEMBER = re.compile(r"\b(?:my|our)\s+([\w'-]+)", re.IGNORECASE)
 

@@ -35,6 +35,7 @@ from .names import (
     starts_with,
     subjects,
     verb_led,
+    with_noun,
     with_street,
 )
 from .numbers import singular
@@ -63,10 +64,11 @@ __all__ = ["CORRECTION", "MESSAGE", "SAME_FOR", "Fill", "is_message", "string_va
 
 #: Words that make a string argument a message rather than an object ("What to carry" is one).
 MESSAGE = SENTENCE_WORDS - {"what"}
-#: A correction of the last call: "Actually, make it urgent", "Make that the blue one" (not
-#: "don't make it permanent").
+#: A correction of the last call: "Actually, make it urgent", "Make that the blue one", "Sorry,
+#: I meant the west field" (not "don't make it permanent").
 CORRECTION = re.compile(
-    r"(?<!don't )(?<!dont )(?<!not )(?<!never )\bmake (?:it|that|them|those)\s+([^,.;:!?]*)",
+    r"(?<!don't )(?<!dont )(?<!not )(?<!never )"
+    r"\b(?:make (?:it|that|them|those)|i meant)\s+([^,.;:!?]*)",
     re.IGNORECASE,
 )
 #: A line that does again what the last call did for another ("Same for the Gravedigger.",
@@ -183,8 +185,16 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     for_whom = [v for v in found if v not in named] if not reasons_only else []
     someone = (whom or describes_person(param)) and for_whom
     # Nor a place, where the line says where ("he's at the market square. Send them there").
-    anew = a_place and any(is_placed(fill.line, v) for v in found)
+    anew = a_place and any(
+        is_placed(fill.line, v) and not _loosely_cut(fill.line, v, fill.units, True) for v in found
+    )
+    # A line that says no place, nor names one, goes where the last call went ("And we'll
+    # want him to bring us back too."; "My brother Edric wants one too" names a person).
+    names = [v for v in found if capitalised(fill.line, v) and not _is_kin(fill.line, v)]
+    if a_place and kept and not anew and not names and not corrected:
+        return kept[-1:]
     earlier = [] if ((named or someone) and not reasons_only) or anew else kept
+    earlier = [] if corrected and found else earlier  # "Sorry, I meant the west field"
     # A change to the last call that points back at its thing ("On second thought, smoke it
     # instead", "Actually, raise that to twenty-five") may mean the same thing as before.
     if kept and not (message or whom or a_place) and _POINTS_BACK.search(fill.line):
@@ -243,6 +253,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         # where the thing goes ("to the Mill").
         if not person:
             found = [v for v in found if is_titled(fill.line, v)] or found
+            # A name that says which one or where is said with what it is of: "this old map
+            # of the Saltmarsh Road", "the orchard on Brindle Hill".
+            found = list(dict.fromkeys(with_noun(fill.line, v) for v in found))
     # An owner is the one the line says something is of: "The magistrate's horse", "board
     # mistress odile's mare".
     if is_owner(param):
@@ -340,7 +353,9 @@ def _names(line: str, value: str, name: str) -> bool:
 _WHEN = frozenset(WORD.findall("tonight today tomorrow yesterday tonite"))
 #: Words that open a noun phrase, which a noun does not go on with ("that" may: "the boar
 #: that wrecked our camp").
-_OPENERS = frozenset(WORD.findall("the a an this these those my your our his her their"))
+_OPENERS = frozenset(
+    WORD.findall("the a an this these those my your our his her their us me him them it")
+)
 #: The words a place follows (`PLACES`).
 _BEFORE_PLACES = frozenset(WORD.findall(PLACES.replace(r"\s+", " ")))
 #: A line changing the last call that points back at its thing: "smoke it instead".
@@ -364,6 +379,11 @@ def _loosely_cut(line: str, value: str, units: frozenset[str], place: bool) -> b
     object_led = place and (object_led or low[0] in _BEFORE_PLACES)
     loose = singular(low[0]) in units or bool(_WHEN & {low[0], low[-1]}) or object_led
     return loose or verb_led(line, value)
+
+
+def _is_kin(line: str, name: str) -> bool:
+    """Whether `line` says `name` after who they are to someone ("my brother Edric")."""
+    return re.search(rf"\b{KIN}\s+{re.escape(name)}", line, re.IGNORECASE) is not None
 
 
 def _runs_on(line: str, name: str, longer: str) -> bool:

@@ -93,10 +93,11 @@ TITLES = frozenset(("St", "Mr", "Mrs", "Ms", "Dr", "Mt"))
 #: Words of a string argument's name or description that make its value a sentence (a
 #: message, an errand), not a name: its spans run longer.
 SENTENCE_WORDS = frozenset(words("message text errand note reason says say what happened"))
-#: Words after which a message's content starts ("tell her that ...", "saying ...", "let Old
-#: Tobin know ...", "let her know by falcon that ...").
+#: Words after which a message's content starts ("tell her that ...", "tell her the ship is
+#: late", not "tell her captain that", "saying ...", "let Old Tobin know ...", "let her know by
+#: falcon that ...").
 _CLAUSE = re.compile(
-    r"(?:\bthat|\bsaying|:|\btell\s+(?:him|her|them|[A-Z][\w'-]*)\s+to"
+    r"(?:\bthat|\bsaying|:|\btell\s+(?:him|her|them)(?:\s+(?:to|that)|(?![^.!?;]*\bthat\b))|\btell\s+[A-Z][\w'-]*\s+to"
     r"|\blet\s+(?!me\b|us\b)(?:[\w'-]+\s+){1,6}?know(?:\s+(?:by|via|through)\s+[\w'-]+)?(?:\s+that)?"
     r"|(?:^|[.!?,;]\s*)(?:(?:just|and|then)\s+)?say)\s+([^.!?;]+)",
     re.IGNORECASE,

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-four sets, each with its own tools (string, integer, boolean and enum arguments between
+Twenty-five sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -94,6 +94,13 @@ not intent:
   written sealed the same way, kept out of every run until it judged the work that followed
   lodge's judgement (units, times and verbs at the edges of things and places, "Just say",
   times of day in other words, a change pointing back, refusals), a development set since.
+- **cartographer** (`data/cartographer_sealed.json`, 60 lines, 6 tools, a map-maker's office
+  in a port town; sha256 21d07a918b4ab183205db6529591707746d0b099fe3b9b71060f0bd36dccacf4):
+  written sealed the same way, kept out of every run until it judged the work that followed
+  enchanter's judgement (defaults said as what holds when nothing is said, the tool's name as
+  no side of a flag, sayings with "on", a flag unsaid in a follow-up, and on or off that says
+  where, times of day for a flag, a party's numbered members, kin for a name, verbs after "'s",
+  "let X know ..."), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:

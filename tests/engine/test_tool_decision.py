@@ -2461,3 +2461,14 @@ def test_a_line_that_names_no_place_goes_where_the_last_call_went() -> None:
     assert _read(where, line, avoid, earlier=("the Salt Flats",)) == ["the Salt Flats"]
     # A place it names is the new one.
     assert "Kessel Ford" in _read(where, "Same again, to Kessel Ford.", avoid, earlier=("Elderby",))
+
+
+def test_a_place_is_said_with_its_kind_and_a_route_whole() -> None:
+    line = "Send a letter to Master Fenn at the Lantern Street bakery saying I'll pay next week."
+    assert sn_names.with_kind(line, "Lantern Street") == "Lantern Street bakery"
+    assert sn_names.with_kind("Take it to the Old Mill tonight.", "Old Mill") == "Old Mill"
+    assert sn_names.with_kind("the Crimson Pike sails at dawn", "Crimson Pike") == "Crimson Pike"
+    region = tl.ToolParamDefinition("region", "string", "The town or route the map covers.")
+    line = "Could you draw me a road map from Brinehaven to Kessel Ford? I'm walking it."
+    fill = ss.Fill("", "", ")", line, frozenset({"draw", "map", "region"}), False)
+    assert ss.string_values(fill, region) == ["from Brinehaven to Kessel Ford"]

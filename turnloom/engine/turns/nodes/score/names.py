@@ -26,6 +26,7 @@ __all__ = [
     "in_reason",
     "is_for_whom",
     "is_inside",
+    "is_kin",
     "is_owner",
     "is_placed",
     "is_proper",
@@ -33,10 +34,12 @@ __all__ = [
     "owns",
     "people_said_whole",
     "proper_names",
+    "said_route",
     "starts_longer",
     "starts_with",
     "subjects",
     "verb_led",
+    "with_kind",
     "with_noun",
     "with_street",
 ]
@@ -114,6 +117,40 @@ def proper_names(text: str, avoid: frozenset[str]) -> list[str]:
             and "I" not in (w.split("'")[0] for w in v.split())  # the speaker ("Shall I")
         )
     )
+
+
+#: Where a route goes from and to, each a name: "from Brinehaven to Kessel Ford".
+_ROUTE = re.compile(rf"\bfrom\s+(?:the\s+)?{NAMED.pattern}\s+to\s+(?:the\s+)?{NAMED.pattern}")
+
+
+def is_kin(line: str, name: str) -> bool:
+    """Whether `line` says `name` after who they are to someone ("my brother Edric")."""
+    return re.search(rf"\b{KIN}\s+{re.escape(name)}", line, re.IGNORECASE) is not None
+
+
+def said_route(line: str) -> str:
+    """The route `line` says, from one name to another ("from Brinehaven to Kessel Ford"), or
+    ""."""
+    found = _ROUTE.search(line)
+    return "" if found is None else found.group(0)
+
+
+def with_kind(line: str, place: str) -> str:
+    """`place` with the kind of place `line` says after it, the name between "the" and a
+    lowercase noun ("the Saltmarsh lighthouse", "the Lantern Street bakery"); not a word that
+    says when or how ("the Old Mill tonight", "the North Gate quickly") or what it does ("the
+    Crimson Pike sails")."""
+    found = re.search(rf"\bthe\s+{re.escape(place)}\s+([a-z]+)\b(?!['-])", line)
+    if found is None or not place[:1].isupper():
+        return place
+    kind = found.group(1)
+    if kind in FILLER or kind in _NOT_KINDS or kind.endswith(("s", "ly", "ing", "ed")):
+        return place
+    return f"{place} {kind}"
+
+
+#: Words after a place's name that are no kind of place.
+_NOT_KINDS = frozenset(WORD.findall("tonight today tomorrow yesterday first before after soon"))
 
 
 def with_street(line: str, place: str) -> str:

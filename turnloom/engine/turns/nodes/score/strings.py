@@ -24,6 +24,7 @@ from .names import (
     in_reason,
     is_for_whom,
     is_inside,
+    is_kin,
     is_owner,
     is_placed,
     is_proper,
@@ -31,10 +32,12 @@ from .names import (
     owns,
     people_said_whole,
     proper_names,
+    said_route,
     starts_longer,
     starts_with,
     subjects,
     verb_led,
+    with_kind,
     with_noun,
     with_street,
 )
@@ -190,7 +193,7 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     )
     # A line that says no place, nor names one, goes where the last call went ("And we'll
     # want him to bring us back too."; "My brother Edric wants one too" names a person).
-    names = [v for v in found if capitalised(fill.line, v) and not _is_kin(fill.line, v)]
+    names = [v for v in found if capitalised(fill.line, v) and not is_kin(fill.line, v)]
     if a_place and kept and not anew and not names and not corrected:
         return kept[-1:]
     earlier = [] if ((named or someone) and not reasons_only) or anew else kept
@@ -223,6 +226,10 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # Amberly"), all of its name ("of" may be in it, not "with": "to Ashford with word"): not a
     # word that starts a longer one.
     if a_place:
+        # A route is where it goes from and to: "a road map from Brinehaven to Kessel Ford".
+        route = said_route(fill.line) if "route" in declared else ""
+        if route:
+            return [route]
         placed = [v for v in found if is_placed(fill.line, v) and not PLACE_ENDS & words_of(v)]
         # Beside whom it is for, "to" says whom and "in" or "at" where ("Same message to
         # Bashir the farrier in Port Sabra.").
@@ -234,7 +241,8 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         found = [v for v in placed if not any(starts_longer(o, v) for o in placed)] or found
         # A place goes on with the street or the quarter it is in: "the fish market on Cobble
         # Lane".
-        found = [with_street(fill.line, v) for v in found]
+        # ... and with the kind of place it is: "the Saltmarsh lighthouse".
+        found = [with_street(fill.line, with_kind(fill.line, v)) for v in found]
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
     # Sea Lark") names one thing the line is about: an object takes it whole, not a word
     # beside it ("out", "silver"). Not a message, nor a person (a recipient "Ella in Port
@@ -379,11 +387,6 @@ def _loosely_cut(line: str, value: str, units: frozenset[str], place: bool) -> b
     object_led = place and (object_led or low[0] in _BEFORE_PLACES)
     loose = singular(low[0]) in units or bool(_WHEN & {low[0], low[-1]}) or object_led
     return loose or verb_led(line, value)
-
-
-def _is_kin(line: str, name: str) -> bool:
-    """Whether `line` says `name` after who they are to someone ("my brother Edric")."""
-    return re.search(rf"\b{KIN}\s+{re.escape(name)}", line, re.IGNORECASE) is not None
 
 
 def _runs_on(line: str, name: str, longer: str) -> bool:

@@ -408,6 +408,7 @@ TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
 LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
 ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
 CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
+KENNEL = load_set(_DATA / "kennel_sealed.json")
 
 SETS = {
     s.name: s
@@ -437,5 +438,6 @@ SETS = {
         LODGE,
         ENCHANTER,
         CARTOGRAPHER,
+        KENNEL,
     )
 }

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-five sets, each with its own tools (string, integer, boolean and enum arguments between
+Twenty-six sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -101,6 +101,12 @@ not intent:
   no side of a flag, sayings with "on", a flag unsaid in a follow-up, and on or off that says
   where, times of day for a flag, a party's numbered members, kin for a name, verbs after "'s",
   "let X know ..."), a development set since.
+- **kennel** (`data/kennel_sealed.json`, 60 lines, 6 tools, a lord's kennel master at the
+  edge of a market town; sha256 e750d270cd722cc743bd291a7d18b5a4cef5c1d0a796d6c117da2d766fe69d3f):
+  written sealed the same way, kept out of every run until it judged the work that followed
+  cartographer's judgement (a name with what it is of, the tool's name for the thing, "5 of
+  us", "tell her ...", "I meant ...", a place left unsaid, a place with its kind, a route), a
+  development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -408,7 +414,7 @@ TEMPLE = load_set(_DATA / "temple_sealed.json", _JUDGED)
 LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
 ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
 CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
-KENNEL = load_set(_DATA / "kennel_sealed.json")
+KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -2472,3 +2472,14 @@ def test_a_place_is_said_with_its_kind_and_a_route_whole() -> None:
     line = "Could you draw me a road map from Brinehaven to Kessel Ford? I'm walking it."
     fill = ss.Fill("", "", ")", line, frozenset({"draw", "map", "region"}), False)
     assert ss.string_values(fill, region) == ["from Brinehaven to Kessel Ford"]
+
+
+def test_a_count_of_weeks_counts_weeks_and_a_brace_is_two() -> None:
+    weeks = tl.ToolParamDefinition("weeks", "integer", "How many weeks. A fortnight is 2 weeks.")
+    assert not sn.counts_days(weeks)  # "fortnight" says no nights
+    assert sn.numbers("Two weeks, and she can stay here with you.", weeks) == [2]
+    assert sn.numbers("A fortnight, and keep her here.", weeks) == [2]
+    nights = tl.ToolParamDefinition("nights", "integer", "How many nights the dog stays.")
+    assert sn.numbers("Board Old Bess for a fortnight.", nights) == [14]
+    count = tl.ToolParamDefinition("count", "integer", "How many dogs to sell.")
+    assert sn.numbers("I'd like a brace of your hunting hounds.", count) == [2]

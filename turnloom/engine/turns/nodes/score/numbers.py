@@ -43,7 +43,7 @@ _NUMBER_WORDS = {
 #: Words that multiply the number before them ("two hundred", "a thousand").
 _SCALES = {"hundred": 100, "thousand": 1000}
 #: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
-COUNTS = {"dozen": 12, "couple": 2, "pair": 2}
+COUNTS = {"dozen": 12, "couple": 2, "pair": 2, "brace": 2}
 #: Words that say which one of a row, not how many ("the fifth level", "the 3rd cellar"): a
 #: number too, for a level, a floor or a place in a queue, after the numbers the line counts.
 _ORDINALS = {
@@ -59,6 +59,7 @@ _ORDINALS = {
 _ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
 _DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+_WEEKS = {"week": 1, "fortnight": 2}
 #: Spans of time an argument counted in days or nights counts in too.
 DAY_SPANS = frozenset(_DAYS)
 #: Spans of time in hours: "an hour", "a couple of hours", "a day" of an argument counted in
@@ -116,8 +117,12 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
 
 
 def counts_days(param: ToolParamDefinition) -> bool:
-    """Whether a numeric argument is counted in days or nights ("For how many days...")."""
-    return any(w in f"{param.name} {param.description}".lower() for w in ("day", "night"))
+    """Whether a numeric argument is counted in days or nights ("For how many days..."; not
+    "weeks", whose description may say "A fortnight is 2 weeks")."""
+    return _DAYS_OR_NIGHTS.search(f"{param.name} {param.description}") is not None
+
+
+_DAYS_OR_NIGHTS = re.compile(r"\b(?:days?|nights?)\b", re.IGNORECASE)
 
 
 def counts_time(param: ToolParamDefinition) -> bool:
@@ -151,7 +156,9 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
     in_days = counts_days(param)
     # The spans of time the argument counts in, if it counts time: days or hours.
     in_hours = "hour" in f"{param.name} {param.description}".lower()
-    span_units = _DAYS if in_days else _HOURS if in_hours else {}
+    # Or weeks: "Two weeks" is 2, "a fortnight" 2.
+    in_weeks = not in_days and "week" in {singular(w) for w in _words(param.name.lower())}
+    span_units = _DAYS if in_days else _WEEKS if in_weeks else _HOURS if in_hours else {}
     # A count said in pairs ("How many pairs of boots", "(pairs, for trousers)") is of
     # pairs: "three pairs" is three, not six.
     in_pairs = "pair" in {singular(w) for w in re.findall(r"[a-z]+", param.description.lower())}

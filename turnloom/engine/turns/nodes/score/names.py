@@ -21,6 +21,7 @@ __all__ = [
     "PLACE_ENDS",
     "POINTED",
     "WAS_AT",
+    "WHEN",
     "WITHIN",
     "capitalised",
     "in_reason",
@@ -149,8 +150,10 @@ def with_kind(line: str, place: str) -> str:
     return f"{place} {kind}"
 
 
+#: Words that say when: no edge of a thing, a name or a place ("the camp tonight").
+WHEN = frozenset(WORD.findall("tonight today tomorrow yesterday tonite"))
 #: Words after a place's name that are no kind of place.
-_NOT_KINDS = frozenset(WORD.findall("tonight today tomorrow yesterday first before after soon"))
+_NOT_KINDS = WHEN | frozenset(WORD.findall("first before after soon"))
 
 
 def with_street(line: str, place: str) -> str:
@@ -174,6 +177,7 @@ def with_noun(line: str, name: str) -> str:
     return f"{found.group(1)}{name}"
 
 
+#: Particles of a verb ("dug this out of"), no words of a thing.
 _PARTICLES = frozenset(["out", "up", "down", "off", "away", "back", "over", "in", "into"])
 #: A thing after a determiner, then what it is of or where it is: a name (put as "\0").
 _OF_NAME = re.compile(

@@ -19,6 +19,7 @@ from .names import (
     PLACES,
     POINTED,
     WAS_AT,
+    WHEN,
     WITHIN,
     capitalised,
     in_reason,
@@ -239,9 +240,8 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
         # thing" goes to Mossbank Falls.
         placed = [o for o in placed if not any(_runs_on(fill.line, v, o) for v in placed)]
         found = [v for v in placed if not any(starts_longer(o, v) for o in placed)] or found
-        # A place goes on with the street or the quarter it is in: "the fish market on Cobble
-        # Lane".
-        # ... and with the kind of place it is: "the Saltmarsh lighthouse".
+        # A place goes on with the kind of place it is and the street or the quarter it is
+        # in: "the Saltmarsh lighthouse", "the fish market on Cobble Lane".
         found = [with_street(fill.line, with_kind(fill.line, v)) for v in found]
     # A proper name of two or more capitalised words ("the Widow's Seam", "Harrow's Cut", "the
     # Sea Lark") names one thing the line is about: an object takes it whole, not a word
@@ -357,10 +357,8 @@ def _names(line: str, value: str, name: str) -> bool:
     return re.search(after, line, re.IGNORECASE) is not None
 
 
-#: Words that say when, which no thing, name or place starts or ends with.
-_WHEN = frozenset(WORD.findall("tonight today tomorrow yesterday tonite"))
 #: Words that open a noun phrase, which a noun does not go on with ("that" may: "the boar
-#: that wrecked our camp").
+#: that wrecked our camp"), or stand for one after a verb ("to bring us back").
 _OPENERS = frozenset(
     WORD.findall("the a an this these those my your our his her their us me him them it")
 )
@@ -376,7 +374,7 @@ _POINTS_BACK = re.compile(
 
 def _loosely_cut(line: str, value: str, units: frozenset[str], place: bool) -> bool:
     """Whether a span of `line` is cut loosely for a thing, a name or a `place`: it starts with
-    a word a count is counted in (`units`), starts or ends with when (`_WHEN`), or, for a
+    a word a count is counted in (`units`), starts or ends with when (`WHEN`), or, for a
     place, starts with a word a place follows ("reach Wren's Crossing") or a lowercase word the
     line follows with what opens a noun phrase ("to see the old watchtower": "see", "see the
     old watchtower"); or it starts with a verb said after an auxiliary ("Someone's hexed")."""
@@ -385,7 +383,7 @@ def _loosely_cut(line: str, value: str, units: frozenset[str], place: bool) -> b
     opener = rf"(?<![\w'-]){re.escape(said[0])}\s+(?i:{'|'.join(_OPENERS)})\b"
     object_led = said[0].islower() and re.search(opener, line) is not None
     object_led = place and (object_led or low[0] in _BEFORE_PLACES)
-    loose = singular(low[0]) in units or bool(_WHEN & {low[0], low[-1]}) or object_led
+    loose = singular(low[0]) in units or bool(WHEN & {low[0], low[-1]}) or object_led
     return loose or verb_led(line, value)
 
 

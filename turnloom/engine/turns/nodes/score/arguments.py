@@ -290,7 +290,7 @@ async def _fill(
     if param.type == "string":
         values = string_values(fill, param)
         if len(values) < 2:
-            return (_with_kind(fill, param, values[0]), math.nan) if values else ("", None)
+            return (_with_tool_noun(fill, param, values[0]), math.nan) if values else ("", None)
         choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
         text = prompt(header, line, opened + '"')
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
@@ -301,7 +301,7 @@ async def _fill(
         if is_message(param, MESSAGE):
             return values[chosen], margin
         value = widened(line, values[chosen], fill.avoid | fill.taken, fill.numeric)
-        return _with_kind(fill, param, value), margin
+        return _with_tool_noun(fill, param, value), margin
     else:
         counts = [v for v in fill.earlier if is_count(v)]
         # "Twice as long" as the last call is twice its span of time; "twice as many" twice
@@ -344,7 +344,7 @@ def _counts_own(line: str, param: ToolParamDefinition) -> bool:
     return bool(said & units)
 
 
-def _with_kind(fill: Fill, param: ToolParamDefinition, value: str) -> str:
+def _with_tool_noun(fill: Fill, param: ToolParamDefinition, value: str) -> str:
     """`value` with what the tool's name calls the thing, where the line says it right after:
     "treasure map" in "this treasure map" for the map `copy_map` copies (not where the
     argument is named by it: "the tower door" says which door `open_door` opens)."""

@@ -1,6 +1,6 @@
 """Choosing among texts by likelihood with the model's bias taken out: the primitive the
-`score` decision's tool and argument choices share (`decision`, `arguments`); and what a
-boolean argument's urgency.
+`score` decision's tool and argument choices share (`decision`, `arguments`); and how urgent
+a line sounds, for a boolean argument of urgency.
 
 Raw likelihoods mostly measure the model's taste for a label, so each choice's score is taken
 relative to its average probability after content-free lines ("N/A", "", "[MASK]": Zhao et

@@ -19,6 +19,10 @@ For each, the table shows:
 - **right tool + args**: ... and with the expected argument values;
 - **ms/decision**: the ToolCall node's own duration, median over the lines.
 
+A second table splits the arguments of the calls that chose the right tool by kind (enum,
+integer, boolean, free-text string): how many of each came out as the line asked, per set and
+over all the sets run, so a miss in "right tool + args" shows which kind of argument it was.
+
 The script checks its own work: every output is classified exactly once and the counts add up.
 The ``score`` decision's times are then taken again (``--rounds``, default 2 more passes)
 with the sets interleaved, each line keeping its fastest time, and each six-tool set's median
@@ -76,6 +80,36 @@ def _schema_valid(pset: PromptSet, tool: str, arguments: dict[str, Any]) -> bool
     return True
 
 
+#: The kinds of argument told apart in the arguments table, in its order.
+KINDS = ("enum", "integer", "boolean", "string")
+
+
+def kind_of(pset: PromptSet, tool: str, name: str) -> str:
+    """What kind of argument `name` of `tool` is: "enum" (a string with declared values), or
+    its declared type."""
+    if (tool, name) in pset.enums:
+        return "enum"
+    (declared,) = [
+        typ for t, _, params in pset.tools if t == tool for n, typ, _ in params if n == name
+    ]
+    return declared
+
+
+def arguments_right(
+    pset: PromptSet, case: Case, diagnostics: dict[str, Any]
+) -> list[tuple[str, bool]]:
+    """Of a call with the right tool (and only it), each expected argument's kind and whether
+    its value is one of those accepted; nothing for any other output."""
+    calls = diagnostics["detected_calls"]
+    if len(calls) != 1 or calls[0]["tool_name"] != case.tool:
+        return []
+    given = calls[0]["arguments"]
+    return [
+        (kind_of(pset, case.tool, name), _norm(given.get(name)) in {_norm(v) for v in accepted})
+        for name, accepted in case.arguments.items()
+    ]
+
+
 def classify(pset: PromptSet, case: Case, diagnostics: dict[str, Any]) -> str:
     """The one class of an output (see `CLASSES`), from the node's diagnostics."""
     calls = diagnostics["detected_calls"]
@@ -101,6 +135,12 @@ class Run:
     label: str
     classes: list[str] = field(default_factory=list)
     millis: list[float] = field(default_factory=list)
+    #: Each argument of the calls with the right tool: its kind and whether it was right.
+    arguments: list[tuple[str, bool]] = field(default_factory=list)
+
+    def by_kind(self) -> list[str]:
+        """Right arguments of each kind (`KINDS`) over those the right-tool calls had."""
+        return [_right_of(self.arguments, kind) for kind in KINDS]
 
     def row(self, cases: list[Case]) -> list[object]:
         assert len(self.classes) == len(cases), "every case gets exactly one class"
@@ -178,6 +218,7 @@ def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, gram
         (node,) = debug["nodes"]
         cls = classify(pset, case, node["diagnostics"])
         result.classes.append(cls)
+        result.arguments += arguments_right(pset, case, node["diagnostics"])
         result.millis.append(node["duration_s"] * 1000)
         if verbose:
             calls = [
@@ -187,6 +228,12 @@ def run(tl: Any, engine: Any, model: Any, label: str, decision: str | None, gram
             print(f"  {label:<18} {cls:<16} {case.line!r} -> {calls} "
                   f"request={score.get('request')} margin={score.get('margin')}")  # fmt: skip
     return result
+
+
+def _right_of(arguments: list[tuple[str, bool]], kind: str) -> str:
+    """'right/all (percent)' of the arguments of `kind`, or '-' if there were none."""
+    right = [ok for k, ok in arguments if k == kind]
+    return f"{100 * sum(right) / len(right):.0f}% ({sum(right)}/{len(right)})" if right else "-"
 
 
 def _limited(cases: list[Case], limit: int) -> list[Case]:
@@ -271,6 +318,8 @@ def main() -> None:
     started = time.perf_counter()
     medians: dict[str, dict[str, float]] = {}
     scored: dict[str, Run] = {}
+    #: Every set's arguments of right-tool calls, per strategy (`Run.arguments`).
+    kinds: dict[str, list[tuple[str, bool]]] = {}
     with tl.Engine(model) as engine:
         # One untimed turn first: the first decode of a fresh context is slower.
         first = sets[0]
@@ -294,6 +343,10 @@ def main() -> None:
                  "right tool + args", "ms/decision"],
                 rows,
             )  # fmt: skip
+            print("\narguments of the calls with the right tool, by kind:")
+            print_table(["strategy/grammar", *KINDS], [[r.label, *r.by_kind()] for r in runs])
+            for r in runs:
+                kinds.setdefault(r.label, []).extend(r.arguments)
         if scored and args.rounds:
             by_name = {p.name: _limited(p.cases, args.limit) for p in sets}
             differed = _score_rounds(tl, engine, model, sets, by_name, scored, args.rounds)
@@ -306,6 +359,12 @@ def main() -> None:
         rows = [[p.name, len(p.tools), f"{medians[p.name]['score']:.0f}"] for p in sets]
         print_table(["set", "tools", "median ms/decision"], rows)
     _print_ratios(sets, medians)
+    print(f"\narguments of the calls with the right tool, by kind, over the {len(sets)} sets:")
+    rows = [
+        [label, *(_right_of(arguments, kind) for kind in KINDS)]
+        for label, arguments in kinds.items()
+    ]
+    print_table(["strategy/grammar", *KINDS], rows)
     seconds = time.perf_counter() - started
     print(f"\n{len(variants)} variants x {len(sets)} sets in {seconds:.0f} s; "
           "every output classified once, counts checked")  # fmt: skip

@@ -1520,7 +1520,7 @@ def test_a_correction_right_after_a_call_repeats_that_call() -> None:
     assert [(c.tool_name, c.arguments["workers"]) for c in calls] == [("hire_hands", 5)]
     # "them" and "those" correct as "it" and "that" do.
     for line in ("Actually, make them plain wooden ones instead.", "No, make those blue."):
-        assert td._CORRECTS.match(line) and ss.CORRECTION.search(line)
+        assert sse.opens_with_correction(line) and sse.CORRECTION.search(line)
 
 
 def test_a_name_of_several_words_joined_by_of_is_taken_whole() -> None:
@@ -2293,8 +2293,8 @@ def test_a_default_said_as_what_holds_when_the_visitor_says_nothing() -> None:
 
 
 def test_a_flag_denied_with_dont_make_it_is_no_correction() -> None:
-    assert ss.CORRECTION.search("Sharpen it, but don't make it permanent.") is None
-    assert ss.CORRECTION.search("Actually, make it frost instead.") is not None
+    assert sse.CORRECTION.search("Sharpen it, but don't make it permanent.") is None
+    assert sse.CORRECTION.search("Actually, make it frost instead.") is not None
 
 
 def test_the_tools_own_name_says_no_side_of_a_flag() -> None:
@@ -2418,8 +2418,11 @@ def test_a_message_may_follow_tell_her_without_that() -> None:
 
 
 def test_i_meant_corrects_the_last_call() -> None:
-    assert td._CORRECTS.match("Sorry, I meant the west field, not the north one.")
-    assert not td._CORRECTS.match("What I meant to ask is where the road goes.")
+    assert sse.opens_with_correction("Sorry, I meant the west field, not the north one.")
+    assert not sse.opens_with_correction("What I meant to ask is where the road goes.")
+    # Only words like "Actually" or "No, wait" come before a correction that opens a line.
+    assert sse.opens_with_correction("No, wait, make that six.")
+    assert not sse.opens_with_correction("Could you make it blue, please?")
 
 
 def test_whenever_they_are_ready_leaves_the_time_to_the_one_asked() -> None:
@@ -2483,3 +2486,16 @@ def test_a_count_of_weeks_counts_weeks_and_a_brace_is_two() -> None:
     assert sn.numbers("Board Old Bess for a fortnight.", nights) == [14]
     count = tl.ToolParamDefinition("count", "integer", "How many dogs to sell.")
     assert sn.numbers("I'd like a brace of your hunting hounds.", count) == [2]
+
+
+def test_a_count_of_time_is_told_by_whole_words_of_its_name_and_description() -> None:
+    def param(name: str, description: str) -> tl.ToolParamDefinition:
+        return tl.ToolParamDefinition(name, "integer", description)
+
+    # "fortnight", "tonight" and "today" hold no unit of time; a name's parts are words.
+    assert not sn.counts_time(param("dogs", "How many dogs to board tonight."))
+    assert not sn.counts_time(param("count", "Copies wanted today, one a fortnight at most."))
+    assert sn.counts_time(param("duration_days", "How long the ward holds."))
+    assert sn.counts_time(param("length", "How many weeks the training lasts."))
+    # A count of weeks said only in its description reads "two weeks" as 2, not 14.
+    assert sn.numbers("Two weeks should do it.", param("length", "How many weeks.")) == [2]

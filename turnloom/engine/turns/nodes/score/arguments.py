@@ -102,7 +102,8 @@ from .calibration import (
     urgency_margin,
 )
 from .numbers import TIME_UNITS, against_last, counts_time, is_count, numbers, says_one, singular
-from .strings import CORRECTION, MESSAGE, Fill, is_message, string_values
+from .sentences import CORRECTION
+from .strings import MESSAGE, Fill, is_message, string_values
 from .tool_prompt import DIALOG_TURNS, EXAMPLES, last_exchange, recent_calls
 from .values import (
     FILLER,

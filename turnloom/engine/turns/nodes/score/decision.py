@@ -65,7 +65,7 @@ from ...dialog.projection import Interaction
 from .arguments import fill_arguments
 from .calibration import best, calibrated_scores
 from .request import SURE, request_margin
-from .sentences import sentences
+from .sentences import opens_with_correction, sentences
 from .tool_prompt import tool_header, tool_labels
 from .values import MORE, WORD, enum_values
 from .words import (
@@ -177,12 +177,6 @@ _ASKS_LEAVE = re.compile(
     r"|^\W*(?:what|how|why|where|when|who|which)\s+(?:can|could|would|will|may|might|should)\b",
     re.IGNORECASE,
 )
-#: A line that corrects the last call ("Actually, make it Highcliff.", "No, make that six.",
-#: "Sorry, I meant the west field"): the same tool, its arguments read anew.
-_CORRECTS = re.compile(
-    r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*(?:make\s+(?:it|that|them|those)|i\s+meant)\b",
-    re.I,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +267,7 @@ async def decide_by_score(
     # again, however much its reason reads as news.
     same = after and _SAME.match(line) is not None
     # So does a correction of it ("Actually, make it seven. He had seven grandchildren.").
-    corrects = after and _CORRECTS.match(line) is not None
+    corrects = after and opens_with_correction(line)
     requested = requested or same or corrects
     if _OPENS_AS_TALK.match(line) and asks < SURE:  # "Goodbye, and mind the shaft.": a wish
         requested = False

@@ -119,16 +119,23 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
 def counts_days(param: ToolParamDefinition) -> bool:
     """Whether a numeric argument is counted in days or nights ("For how many days..."; not
     "weeks", whose description may say "A fortnight is 2 weeks")."""
-    return _DAYS_OR_NIGHTS.search(f"{param.name} {param.description}") is not None
-
-
-_DAYS_OR_NIGHTS = re.compile(r"\b(?:days?|nights?)\b", re.IGNORECASE)
+    return not _unit_words(param).isdisjoint(("day", "night"))
 
 
 def counts_time(param: ToolParamDefinition) -> bool:
-    """Whether a numeric argument is counted in a unit of time (days, nights, hours, minutes)."""
-    said = f"{param.name} {param.description}".lower()
-    return any(w in said for w in ("day", "night", "hour", "minute"))
+    """Whether a numeric argument is counted in a unit of time (minutes, hours, days, nights,
+    weeks), said as a word of its own: "tonight" or "a fortnight's board" is none."""
+    return not _unit_words(param).isdisjoint(("minute", "hour", "day", "night", "week"))
+
+
+def _unit_words(param: ToolParamDefinition) -> set[str]:
+    """The words of an argument's name and description, each as its singular: what it may be
+    counted in ("duration_days": "day")."""
+    said = f"{param.name.replace('_', ' ')} {param.description}".lower()
+    return {singular(word) for word in _LETTERS.findall(said)}
+
+
+_LETTERS = re.compile(r"[a-z]+")
 
 
 def says_one(line: str) -> bool:
@@ -149,15 +156,16 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
     `time_elsewhere`: another argument of the tool counts time, so a span of time ("for two
     days", "three hours") is none of this one's numbers."""
     integer = param.type == "integer"
-    if "minute" in f"{param.name} {param.description}".lower():
+    unit_words = _unit_words(param)
+    if "minute" in unit_words:
         spans = _spans_of_time(line, _MINUTES)
         if spans:  # how long, as for days below
             return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
     in_days = counts_days(param)
     # The spans of time the argument counts in, if it counts time: days or hours.
-    in_hours = "hour" in f"{param.name} {param.description}".lower()
+    in_hours = "hour" in unit_words
     # Or weeks: "Two weeks" is 2, "a fortnight" 2.
-    in_weeks = not in_days and "week" in {singular(w) for w in _words(param.name.lower())}
+    in_weeks = not in_days and "week" in unit_words
     span_units = _DAYS if in_days else _WEEKS if in_weeks else _HOURS if in_hours else {}
     # A count said in pairs ("How many pairs of boots", "(pairs, for trousers)") is of
     # pairs: "three pairs" is three, not six.

@@ -1,7 +1,8 @@
 """How a player's line is cut for the `score` decision: into sentences, without the thanks
 that closes it, without a sentence that only tells where the speaker will be (before the
 request step asks about it: `request`); the clause that gives the order, and the words given
-after what they are called (for a free-text argument: `strings`).
+after what they are called (for a free-text argument: `strings`); and whether it corrects the
+last call ("Actually, make it seven.").
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "CORRECTION",
     "WHERE_ONE_WILL_BE",
     "asked_order",
     "labelled",
+    "opens_with_correction",
     "order_clause",
     "sentences",
     "without_thanks",
@@ -23,6 +26,24 @@ __all__ = [
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])(?<!\bSt\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bMt\.)(?<!\bMrs\.)\s+(?=\S)"
 )
+
+
+#: A correction of the last call: "Actually, make it urgent", "Make that the blue one", "Sorry,
+#: I meant the west field" (not "don't make it permanent").
+CORRECTION = re.compile(
+    r"(?<!don't )(?<!dont )(?<!not )(?<!never )"
+    r"\b(?:make\s+(?:it|that|them|those)|i\s+meant)\s+([^,.;:!?]*)",
+    re.IGNORECASE,
+)
+#: What may come before a correction that opens its line: "Actually,", "No, wait,", "Sorry,".
+_BEFORE_CORRECTION = re.compile(r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*", re.IGNORECASE)
+
+
+def opens_with_correction(line: str) -> bool:
+    """Whether `line` opens by correcting the last call ("Actually, make it Highcliff.", "No,
+    make that six.", "Sorry, I meant the west field"): the same tool, its arguments read anew."""
+    found = CORRECTION.search(line)
+    return found is not None and _BEFORE_CORRECTION.fullmatch(line, 0, found.start()) is not None
 
 
 #: A sentence that tells where the speaker will be: "I'll be in my dressing room.", "We will be

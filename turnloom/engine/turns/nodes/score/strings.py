@@ -43,7 +43,7 @@ from .names import (
     with_street,
 )
 from .numbers import singular
-from .sentences import asked_order, labelled
+from .sentences import CORRECTION, asked_order, labelled
 from .values import (
     MORE,
     SENTENCE_WORDS,
@@ -64,17 +64,10 @@ from .values import (
     words_of,
 )
 
-__all__ = ["CORRECTION", "MESSAGE", "SAME_FOR", "Fill", "is_message", "string_values"]
+__all__ = ["MESSAGE", "SAME_FOR", "Fill", "is_message", "string_values"]
 
 #: Words that make a string argument a message rather than an object ("What to carry" is one).
 MESSAGE = SENTENCE_WORDS - {"what"}
-#: A correction of the last call: "Actually, make it urgent", "Make that the blue one", "Sorry,
-#: I meant the west field" (not "don't make it permanent").
-CORRECTION = re.compile(
-    r"(?<!don't )(?<!dont )(?<!not )(?<!never )"
-    r"\b(?:make (?:it|that|them|those)|i meant)\s+([^,.;:!?]*)",
-    re.IGNORECASE,
-)
 #: A line that does again what the last call did for another ("Same for the Gravedigger.",
 #: "The same for Hollis."): what follows "for" is the argument, not whom it is for.
 SAME_FOR = re.compile(r"\b(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)

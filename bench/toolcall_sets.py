@@ -415,6 +415,7 @@ LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
 ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
 CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
 KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
+APIARY = load_set(_DATA / "apiary_sealed.json")
 
 SETS = {
     s.name: s
@@ -445,5 +446,6 @@ SETS = {
         ENCHANTER,
         CARTOGRAPHER,
         KENNEL,
+        APIARY,
     )
 }

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-six sets, each with its own tools (string, integer, boolean and enum arguments between
+Twenty-seven sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -107,6 +107,10 @@ not intent:
   cartographer's judgement (a name with what it is of, the tool's name for the thing, "5 of
   us", "tell her ...", "I meant ...", a place left unsaid, a place with its kind, a route), a
   development set since.
+- **apiary** (`data/apiary_sealed.json`, 60 lines, 6 tools, the beekeeper and mead-maker of
+  a village apiary; sha256 ebf236ba80aeed4ddd0b5371218a69470c836fc9b4d1776c476f8ef1766a4407):
+  written sealed the same way, kept out of every run until it judged the code as it stood
+  after kennel's rules and a review of the time units and corrections, a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -415,7 +419,7 @@ LODGE = load_set(_DATA / "lodge_sealed.json", _JUDGED)
 ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
 CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
 KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
-APIARY = load_set(_DATA / "apiary_sealed.json")
+APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

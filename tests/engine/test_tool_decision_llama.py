@@ -146,8 +146,12 @@ def test_the_default_model_ships_its_request_boundaries_as_measured(model: tl.Ll
         "prompt or its lines changed; measure them again (score.request.measure_boundaries)"
     )
     fresh = asyncio.run(sr.measure_boundaries(model))
-    # A few hundredths of a nat move with what was cached before each scoring.
-    assert fresh == pytest.approx(dict(shipped), abs=0.05), f"measured now: {fresh}"
+    # A few hundredths of a nat move with what was cached before each scoring, and about a
+    # tenth with the CPU the model runs on (llama.cpp builds its kernels for the machine): the
+    # long prompt's question boundary, shipped as measured on one machine (-0.12), measures
+    # -0.02 to -0.05 on another. The boundaries of one prompt lie 0.18 to 0.76 apart, so values
+    # measured for other prompts or lines, or put under the wrong kind, still fail.
+    assert fresh == pytest.approx(dict(shipped), abs=0.15), f"measured now: {fresh}"
 
 
 def test_a_count_of_things_calls_the_tool_that_hands_them_over(model: tl.LlamaModel) -> None:

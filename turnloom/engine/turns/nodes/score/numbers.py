@@ -119,7 +119,7 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
 def counts_days(param: ToolParamDefinition) -> bool:
     """Whether a numeric argument is counted in days or nights ("For how many days..."; not
     "weeks", whose description may say "A fortnight is 2 weeks")."""
-    return not _unit_words(param).isdisjoint(("day", "night"))
+    return not _unit_words(param).isdisjoint(_DAY_UNITS)
 
 
 def counts_time(param: ToolParamDefinition) -> bool:
@@ -131,11 +131,17 @@ def counts_time(param: ToolParamDefinition) -> bool:
 def _unit_words(param: ToolParamDefinition) -> set[str]:
     """The words of an argument's name and description, each as its singular: what it may be
     counted in ("duration_days": "day")."""
-    said = f"{param.name.replace('_', ' ')} {param.description}".lower()
-    return {singular(word) for word in _LETTERS.findall(said)}
+    return _singular_words(f"{param.name.replace('_', ' ')} {param.description}")
+
+
+def _singular_words(text: str) -> set[str]:
+    """The words of `text`, lowercase, each as its singular."""
+    return {singular(word) for word in _LETTERS.findall(text.lower())}
 
 
 _LETTERS = re.compile(r"[a-z]+")
+#: The units of an argument counted in days or nights.
+_DAY_UNITS = ("day", "night")
 
 
 def says_one(line: str) -> bool:
@@ -161,7 +167,7 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
         spans = _spans_of_time(line, _MINUTES)
         if spans:  # how long, as for days below
             return list(dict.fromkeys(int(v) if integer or v.is_integer() else v for v in spans))
-    in_days = counts_days(param)
+    in_days = not unit_words.isdisjoint(_DAY_UNITS)  # `counts_days`, from the words read above
     # The spans of time the argument counts in, if it counts time: days or hours.
     in_hours = "hour" in unit_words
     # Or weeks: "Two weeks" is 2, "a fortnight" 2.
@@ -169,7 +175,7 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
     span_units = _DAYS if in_days else _WEEKS if in_weeks else _HOURS if in_hours else {}
     # A count said in pairs ("How many pairs of boots", "(pairs, for trousers)") is of
     # pairs: "three pairs" is three, not six.
-    in_pairs = "pair" in {singular(w) for w in re.findall(r"[a-z]+", param.description.lower())}
+    in_pairs = "pair" in _singular_words(param.description)
     words: list[str] = []
     scaled = -1  # where the last "two hundred" is, which an "and fifty" adds to
     for word in _NUMBER_OR_WORD.findall(line):  # "twenty five" is "twenty-five"

@@ -1706,6 +1706,35 @@ def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() ->
     assert [c.arguments["round_trip"] for c in calls] == [True, False, False, True]
 
 
+#: A boolean whose phrase for true itself denies something ("has never flown before").
+STABLE = tl.ToolDefinition(
+    "stable_griffin",
+    "Stable a traveller's griffin in the eyrie.",
+    [
+        tl.ToolParamDefinition("griffin", "string", "The griffin's name."),
+        tl.ToolParamDefinition(
+            "own_perch",
+            "boolean",
+            "true to give it a perch of its own: for a griffin that bites, or has never "
+            "flown in a flock; false to perch it with the others.",
+        ),
+    ],
+)
+
+
+def test_a_line_that_denies_what_a_side_itself_denies_says_that_side() -> None:
+    # "never flown in a flock" is said by a line that denies it too, and the other side by
+    # a line that says it plainly.
+    calls = _calls_after(
+        [STABLE, GIVE],
+        [
+            ("Stable Ember, please. She's never flown in a flock before.", None),
+            ("Stable Ember, please. She has flown in a flock all her life.", None),
+        ],
+    )
+    assert [c.arguments["own_perch"] for c in calls] == [True, False]
+
+
 #: A guide hired along the riverbed, there and back.
 GUIDE_HIRED = [
     {"role": "user", "content": "A guide along the dry riverbed and back."},
@@ -1889,6 +1918,33 @@ def test_words_offered_as_either_are_said_only_together() -> None:
     said = {"Post a bounty on Sela, she's to be taken alive.": True,
             "Post a bounty on Sela, dead or alive.": False}  # fmt: skip
     _assert_flags(BOUNTY, "alive_only", said)
+    # The last two of a list are no such pair: any word of a list says its phrase.
+    assert sb.polar_words("plain buttons of horn, bone or wood", "bone, nothing fancy") == 1
+    assert sb.polar_words("plain buttons of horn, bone or wood", "horn or wood") == 2
+
+
+#: A boolean whose phrase for true has a word a name may hold ("Old Bess").
+KENNEL = tl.ToolDefinition(
+    "kennel_hound",
+    "Kennel a traveller's hound for some nights.",
+    [
+        tl.ToolParamDefinition("hound", "string", "The hound's name."),
+        tl.ToolParamDefinition(
+            "warm_corner",
+            "boolean",
+            "true to bed it by the stove, for hounds that are old, lame or sickly; false to bed it "
+            "in the yard. False by default.",
+        ),
+    ],
+)
+
+
+def test_a_name_says_no_side_of_a_flag() -> None:
+    _assert_flags(
+        KENNEL,
+        "warm_corner",
+        {"Kennel Old Rust for two nights.": False, "Kennel my hound Rust, he's old.": True},
+    )
 
 
 def test_a_person_is_named_not_placed_described_or_pointed_to() -> None:

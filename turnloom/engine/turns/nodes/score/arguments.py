@@ -12,7 +12,9 @@ choice's prompt) are not needed here.
   a boolean gains from the words of its description's phrase for each value the line has
   ("true to light it, false to put it out", "true = ...; false = ...", a phrase running to
   the other value's; the tool's own words aside, and those of a clause the line denies
-  counting for the other value: "I won't be returning"; a correction saying a side is that
+  counting for the other value: "I won't be returning", unless the phrase denies them too
+  ("or has never been away from home"), and a name's words saying no side ("board Old Bess"
+  against "for dogs that are nervous, old, ..."); a correction saying a side is that
   side: "Actually, make it properly hot."; a line denying it by name: "don't bar it" is false),
   any word that lights, opens or starts something matching another such word, and any that
   puts out, closes or stops something another ("Douse the lamp" says "put it out":
@@ -101,6 +103,7 @@ from .calibration import (
     says_unhurried,
     urgency_margin,
 )
+from .names import proper_names
 from .numbers import TIME_UNITS, against_last, counts_time, is_count, numbers, says_one, singular
 from .sentences import CORRECTION
 from .strings import MESSAGE, Fill, is_message, string_values
@@ -257,14 +260,29 @@ async def _fill(
         # told by the rest of its phrase, this argument's own name with it ("the person must be
         # brought in alive" for `alive_only`: "taken alive").
         heard = re.sub(fill.tool_name_pattern, "thing", line, flags=re.IGNORECASE)
+        # A name says nothing of either side ("board Old Bess" against "for dogs that are
+        # nervous, old, ..."), unless the description names it too.
+        for name in proper_names(heard, frozenset()):
+            if name not in param.description:
+                heard = re.sub(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", " ", heard)
         opposed = opposed_sides(phrases, heard)
         avoid = fill.avoid - flag
         told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
         # What the line says of one side only to deny it counts for the other ("I won't be
-        # returning" against "true = the guide returns with them").
+        # returning" against "true = the guide returns with them"), unless the side's phrase
+        # denies it too ("or have never been away from home": "He's never been away from
+        # home before"); said plainly, what a phrase denies counts for the other side.
         plain = _DENIED.sub("", heard)
-        sides = [polar_words(p, plain) + o for p, o in zip(told, opposed, strict=True)]
-        against = [polar_words(p, denied) for p in told]
+        told_plain = [_DENIED.sub("", p) for p in told]
+        told_denied = [" ".join(m.group(0) for m in _DENIED.finditer(p)) for p in told]
+        sides = [
+            polar_words(p, plain) + polar_words(d, denied) + o
+            for p, d, o in zip(told_plain, told_denied, opposed, strict=True)
+        ]
+        against = [
+            polar_words(p, denied) + polar_words(d, plain)
+            for p, d in zip(told_plain, told_denied, strict=True)
+        ]
         named = [sides[0] + against[1], sides[1] + against[0]]
         # A flag the line says nothing of, not even its name, keeps an earlier call's value
         # ("so three of us" after a portal), else is the default its description names ("false

@@ -118,7 +118,8 @@ def polar_words(phrase: str, line: str) -> int:
     it" by one word only, and "put it out" by its side. A side counts twice: it is what tells
     the two values apart, where the rest may be said of either ("Turn the lamp off" says "turn
     it on" but for its side). Words the phrase offers as either ("dead or alive will do") are
-    said by a line that says both, not by one that says one of them ("taken alive")."""
+    said by a line that says both, not by one that says one of them ("taken alive"); any
+    word of a list says it ("horn, bone or wood": "bone")."""
     shared = _polar_stems(phrase) & _polar_stems(line)
     for either in _EITHER.finditer(phrase):
         pair = word_stems(either.group(1)) | word_stems(either.group(2))
@@ -127,8 +128,9 @@ def polar_words(phrase: str, line: str) -> int:
     return len(shared) + len(shared & {_GOING, _STOPPED, _RAISED, _LOWERED})
 
 
-#: Two words a phrase offers as either: "dead or alive".
-_EITHER = re.compile(r"\b(\w+)\s+or\s+(\w+)\b", re.IGNORECASE)
+#: Two words a phrase offers as either: "dead or alive"; not the last two of a list, any of
+#: whose words says the phrase ("plain buttons of horn, bone or wood": "bone").
+_EITHER = re.compile(r"(?<!, )\b(\w+)\s+or\s+(\w+)\b", re.IGNORECASE)
 
 
 #: Each side's opposite: a boolean's two values are opposites.

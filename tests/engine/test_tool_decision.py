@@ -2294,6 +2294,19 @@ def test_a_message_may_follow_a_say_that_opens_a_sentence() -> None:
     assert sv.clauses("I must say, your bird is lovely.") == []
 
 
+def test_a_message_leaves_out_what_asks_politely_after_it() -> None:
+    line = "Send my cousin word that the mare has foaled, would you?"
+    assert sv.clauses(line) == ["the mare has foaled"]
+    assert sv.clauses("Tell her that the well is dry, please.") == ["the well is dry"]
+    assert sv.quoted("Send a raven saying the pass is snowed in, will you?") == [
+        "the pass is snowed in"
+    ]
+    # A comma inside the message stays.
+    assert sv.clauses("Tell him that it's late, and the gate is shut.") == [
+        "it's late, and the gate is shut"
+    ]
+
+
 def test_a_change_pointing_back_at_the_last_things_may_mean_it_again() -> None:
     animal = tl.ToolParamDefinition("animal", "string", "The game the visitor brought in.")
     line = "On second thought, smoke it instead, I'll eat it on the road."

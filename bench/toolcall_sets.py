@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-seven sets, each with its own tools (string, integer, boolean and enum arguments between
+Twenty-eight sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -111,6 +111,11 @@ not intent:
   a village apiary; sha256 ebf236ba80aeed4ddd0b5371218a69470c836fc9b4d1776c476f8ef1766a4407):
   written sealed the same way, kept out of every run until it judged the code as it stood
   after kennel's rules and a review of the time units and corrections, a development set since.
+- **crier** (`data/crier_sealed.json`, 60 lines, 6 tools, the town crier and printer of a
+  market town; sha256 d18be921d379b3664c2a3923cc6a71c7caa6aac041cc5682748637b4af5c6066):
+  written sealed the same way, kept out of every run until it judged the code as it stood
+  after apiary's judgement and the rules for flags and messages that followed, a development
+  set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -420,6 +425,7 @@ ENCHANTER = load_set(_DATA / "enchanter_sealed.json", _JUDGED)
 CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
 KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
 APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
+CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s
@@ -451,5 +457,6 @@ SETS = {
         CARTOGRAPHER,
         KENNEL,
         APIARY,
+        CRIER,
     )
 }

@@ -2568,3 +2568,80 @@ def test_a_count_of_time_is_told_by_whole_words_of_its_name_and_description() ->
     assert sn.counts_time(param("length", "How many weeks the training lasts."))
     # A count of weeks said only in its description reads "two weeks" as 2, not 14.
     assert sn.numbers("Two weeks should do it.", param("length", "How many weeks.")) == [2]
+
+
+#: A tool that relays words the player gives, and where to cry them.
+CRY = tl.ToolDefinition(
+    "cry_news",
+    "Cry news in the streets.",
+    [
+        tl.ToolParamDefinition("text", "string", "The words to cry."),
+        tl.ToolParamDefinition("place", "string", "Where to cry them: the market or the quay."),
+    ],
+)
+
+
+def _after_call(line: str, tool: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """A dialog of one exchange: `line`, and the call of `tool` it made, answered "ok"."""
+    call = {"id": "c0", "type": "function", "function": {"name": tool, "arguments": arguments}}
+    return [
+        {"role": "user", "content": line},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "name": tool, "content": "ok"},
+    ]
+
+
+#: The news of the mill, cried at the market.
+MILL_CRIED = _after_call(
+    "The mill is closed on Tuesday. Cry it at the market.",
+    "cry_news",
+    {"text": "The mill is closed on Tuesday", "place": "market"},
+)
+
+
+def test_words_to_relay_may_be_the_sentence_an_order_points_at() -> None:
+    avoid = frozenset({"cry", "news", "text", "place"})
+    line = "Hob! The mill is closed on Tuesday. Cry it at the market twice."
+    assert sse.pointed_at(line, avoid) == "The mill is closed on Tuesday"
+    line = "Could you put that up by the chapel? The fair starts on Monday at noon."
+    assert sse.pointed_at(line, avoid) == "The fair starts on Monday at noon"
+    # No order that points, or nothing but questions, or the tool's own words: nothing.
+    assert sse.pointed_at("The mill is closed on Tuesday. Cry the news.", avoid) == ""
+    assert sse.pointed_at("Is the mill closed on Tuesday? Cry it.", avoid) == ""
+    assert sse.pointed_at("Cry the news at the market. Cry it twice.", avoid) == ""
+    assert sse.pointed_at("What do you think about it? The mill is old now.", avoid) == ""
+    # A line that changes or repeats the last call keeps its words, unless it gives new ones.
+    assert sse.redoes("No wait, give it out at the quay.") and sse.redoes("And the same to Tom.")
+    assert not sse.redoes("And cry that the fair is off.") and not sse.redoes("Samuel says hi.")
+    calls = _calls_after(
+        [CRY, GIVE],
+        [
+            ("The mill is closed on Tuesday. Cry it at the market.", None),
+            ("No wait, cry it at the quay instead.", MILL_CRIED),
+            ("Actually, cry that the bridge is shut.", MILL_CRIED),
+        ],
+    )
+    assert [c.arguments["text"] for c in calls] == [
+        "The mill is closed on Tuesday",
+        "The mill is closed on Tuesday",
+        "the bridge is shut",
+    ]
+
+
+#: A boolean whose phrase for true says "cannot".
+ROOM = tl.ToolDefinition(
+    "let_room",
+    "Let a room at the inn.",
+    [
+        tl.ToolParamDefinition("guest", "string", "The guest's name."),
+        tl.ToolParamDefinition(
+            "ground_floor",
+            "boolean",
+            "true if the guest cannot climb stairs; false for a room upstairs.",
+        ),
+    ],
+)
+
+
+def test_cannot_in_a_flags_phrase_is_said_by_a_line_that_cant() -> None:
+    _assert_flags(ROOM, "ground_floor", {"Let a room for my mother, she can't climb stairs.": True})

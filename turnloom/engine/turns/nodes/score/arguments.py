@@ -54,8 +54,10 @@ choice's prompt) are not needed here.
   "at" where ("to Bashir the farrier in Port Sabra"); an owner is whose the line says
   something is ("The magistrate's horse"); a place (a string described by where it goes) is
   where the line sends something, all of its name ("to the Isle of Kerrow"); a message is
-  the words the line quotes, if it quotes any, and the earlier call's if the line's only
-  words are whom it goes to ("Tell the Crimson Pike too.").
+  the words the line quotes, if it quotes any, or the sentence an order points at ("The bridge
+  is shut. Cry it at the quay."), and the earlier call's if the line's only words are whom it
+  goes to ("Tell the Crimson Pike too.") or it changes or repeats the call ("No wait — give it
+  out on the quay", "And the same to the churchwarden").
 - **Enums** are chosen among the values the line names, as written or in words
   ("storm_warning": "the storm warning", "drydock": "the dry dock"), not among those it
   turns down ("the south bank, not the north"), else among those whose explanation in the
@@ -128,11 +130,12 @@ from .words import WORDS_WEIGHT
 
 __all__ = ["Arguments", "fill_arguments"]
 
-#: A clause a line denies: "won't be returning", "never opens", "don't light it", "No wax
-#: needed", "nothing breakable"; to a dash ("Not the matinee — the evening show").
+#: A clause a line (or a flag's phrase) denies: "won't be returning", "never opens", "don't
+#: light it", "No wax needed", "nothing breakable", "it cannot wait"; to a dash ("Not the
+#: matinee — the evening show").
 _DENIED = re.compile(
-    r"\b(?:not|never|no|nothing|without|won't|wont|don't|dont|didn't|isn't|aren't|can't"
-    r"|shan't)\b[^,.;:!?\u2014]*",
+    r"\b(?:not|never|no|nothing|without|cannot|won't|wont|don't|dont|didn't|doesn't|isn't"
+    r"|aren't|wasn't|can't|couldn't|shan't|mustn't)\b[^,.;:!?\u2014]*",
     re.IGNORECASE,
 )
 #: Someone or something a line points to without naming it.

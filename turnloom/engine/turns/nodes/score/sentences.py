@@ -1,8 +1,9 @@
 """How a player's line is cut for the `score` decision: into sentences, without the thanks
 that closes it, without a sentence that only tells where the speaker will be (before the
 request step asks about it: `request`); the clause that gives the order, and the words given
-after what they are called (for a free-text argument: `strings`); and whether it corrects the
-last call ("Actually, make it seven.").
+after what they are called, or the sentence an order points at ("The bridge is shut. Cry it at
+the quay.", for a free-text argument: `strings`); and whether it corrects ("Actually, make it
+seven."), changes or repeats the last call ("No wait — give it out on the quay").
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ __all__ = [
     "labelled",
     "opens_with_correction",
     "order_clause",
+    "pointed_at",
+    "redoes",
     "sentences",
     "without_thanks",
 ]
@@ -44,6 +47,21 @@ def opens_with_correction(line: str) -> bool:
     make that six.", "Sorry, I meant the west field"): the same tool, its arguments read anew."""
     found = CORRECTION.search(line)
     return found is not None and _BEFORE_CORRECTION.fullmatch(line, 0, found.start()) is not None
+
+
+#: A line that changes or repeats the last call rather than asking anew: "Same again on the
+#: chapel board", "And the same to the churchwarden", "No wait — not the cross, give it out on
+#: the quay", "Actually it can't wait", "Hang on, better make it two hundred".
+_REDOES = re.compile(
+    r"\W*(?:(?:and|oh|also|then)\W+)*(?:the\s+)?same\b"
+    r"|\W*(?:actually|no\W+wait|wait|sorry|hang\s+on|on\s+second\s+thoughts?)\b",
+    re.IGNORECASE,
+)
+
+
+def redoes(line: str) -> bool:
+    """Whether `line` opens by changing or repeating the last call (`_REDOES`)."""
+    return _REDOES.match(line) is not None
 
 
 #: A sentence that tells where the speaker will be: "I'll be in my dressing room.", "We will be
@@ -124,3 +142,36 @@ _POLITE_START = re.compile(
 )
 #: What asks politely after it: "for me", "please", "would you".
 _POLITE_END = re.compile(r"(?:[\s,]+(?:for\s+me|please|would\s+you))+\s*$", re.IGNORECASE)
+
+
+#: An order that points at what it is about instead of saying it: "Cry it at the quay",
+#: "Could you stick that on the chapel board?", "Give it out on the green", "Print this." (not
+#: "about it", "for that", "is it", nor "this notice").
+_POINTING = re.compile(
+    r"\b(?!(?:about|for|of|in|on|to|at|with|from|by|is|was|be|if|so|and|but|like|than)\b)"
+    r"[a-z]+\s+(?:it|that|this)\b(?=\s*(?:[,.!?;:\u2014]|$|\s+(?:at|on|in|up|out|round|around"
+    r"|about|for|to|by|down|over|across|all|again|now|today|tonight|please|once|twice)\b))",
+    re.IGNORECASE,
+)
+
+
+def pointed_at(line: str, avoid: frozenset[str]) -> str:
+    """What an order of `line` points at with "it", "that" or "this", said in a sentence of
+    its own: "The toll bridge is shut for mending from tomorrow" in "Barnaby! The toll bridge
+    is shut for mending from tomorrow. Cry it at the quay three times today."; the nearest
+    such sentence before the order, else after it: a statement of four words or more, no
+    question, none of the words to `avoid` (the tool's: such a sentence is another order,
+    "put a notice on the board by the cross, room to let ..."); "" if there is none."""
+    said = sentences(line)
+    orders = [i for i, s in enumerate(said) if _POINTING.search(s)]
+    if not orders:
+        return ""
+    at = orders[0]
+    for i in [*range(at - 1, -1, -1), *range(at + 1, len(said))]:
+        told = said[i].rstrip(" .!")
+        words = told.split()
+        if i in orders or told.endswith("?") or len(words) < 4:
+            continue
+        if not avoid & {w.strip(",;:'\"").lower() for w in words}:
+            return told
+    return ""

@@ -43,7 +43,7 @@ from .names import (
     with_street,
 )
 from .numbers import singular
-from .sentences import CORRECTION, asked_order, labelled
+from .sentences import CORRECTION, asked_order, labelled, pointed_at, redoes
 from .values import (
     MORE,
     SENTENCE_WORDS,
@@ -129,6 +129,9 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     said = sentence and not describes_person(param)
     if said and (given := quoted(fill.line) or labelled(fill.line, declared)):
         return given
+    # Or the sentence an order points at: "The bridge is shut. Cry it at the quay."
+    if said and is_message(param, MESSAGE) and (told := pointed_at(fill.line, fill.avoid)):
+        return [told]
     if order := asked_order(param.description, fill.line):  # "take in these trousers"
         return [order]
     longest = 8 if sentence else 4
@@ -160,7 +163,11 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # A correction changes what it names after "make it" ("Actually, make it urgent, he's hurt
     # his leg."): the rest of the earlier call stays ("Tomas"), whatever the reason says.
     kept = [v for v in fill.earlier if isinstance(v, str) and v]
-    if kept and _same(fill.line, param.name, message):
+    # So do the words to relay of a line that changes or repeats the call ("No wait — give it
+    # out on the quay", "And the same to the churchwarden"), unless it relays new ones.
+    person = takes_person(param) or describes_person(param)
+    redone = message and not person and redoes(fill.line) and not clauses(fill.line)
+    if kept and (redone or _same(fill.line, param.name, message)):
         return kept[-1:]
     corrected = CORRECTION.search(fill.line)
     if corrected and kept:

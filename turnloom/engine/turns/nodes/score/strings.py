@@ -130,8 +130,8 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     if said and (given := quoted(fill.line) or labelled(fill.line, declared)):
         return given
     # Or the sentence an order points at: "The bridge is shut. Cry it at the quay."
-    if said and is_message(param, MESSAGE) and (told := pointed_at(fill.line, fill.avoid)):
-        return [told]
+    if said and message and (sentence_told := pointed_at(fill.line, fill.avoid)):
+        return [sentence_told]
     if order := asked_order(param.description, fill.line):  # "take in these trousers"
         return [order]
     longest = 8 if sentence else 4

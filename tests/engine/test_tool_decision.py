@@ -2645,3 +2645,39 @@ ROOM = tl.ToolDefinition(
 
 def test_cannot_in_a_flags_phrase_is_said_by_a_line_that_cant() -> None:
     _assert_flags(ROOM, "ground_floor", {"Let a room for my mother, she can't climb stairs.": True})
+
+
+def test_a_count_the_line_does_not_give_is_the_one_its_description_names() -> None:
+    said = (
+        ("How many times to cry it. If the visitor does not say, 1.", 1),
+        ("How many strokes to ring. If the visitor gives no number, 12.", 12),
+        ("The reward in shillings; 0 if the visitor offers none.", 0),
+        ("How many days; if the player says nothing, assume three.", 3),
+        ("How many guards (defaults to 2).", 2),
+        ("How many jars to sell.", None),
+    )
+    for description, count in said:
+        assert sn.described_count(description) == count, description
+    reward = tl.ToolDefinition(
+        "post_reward",
+        "Post a reward for a lost child.",
+        [
+            tl.ToolParamDefinition("child", "string", "The child's name."),
+            tl.ToolParamDefinition(
+                "shillings", "integer", "The reward; 0 if the visitor offers none."
+            ),
+        ],
+    )
+    calls = _calls_after([reward, GIVE], [("Post a reward for my son Davy, he's six.", None)])
+    assert [c.arguments["shillings"] for c in calls] == [0]
+    # Someone's age is no count of things, but for an argument described by age.
+    coins = tl.ToolParamDefinition("coins", "integer", "How many coins.")
+    assert sn.numbers("My son Davy, he's six, lost 3 coins.", coins) == [3]
+    strokes = tl.ToolParamDefinition("strokes", "integer", "One stroke per year of their age.")
+    assert sn.numbers("My grandfather passed. He was eighty-seven.", strokes) == [87]
+    assert sn.numbers("She's 73 years old.", coins) == []
+
+
+def test_more_ways_of_opening_a_correction() -> None:
+    for line in ("Hang on, better make it two hundred.", "On second thought, make it three."):
+        assert sse.opens_with_correction(line), line

@@ -106,7 +106,16 @@ from .calibration import (
     urgency_margin,
 )
 from .names import proper_names
-from .numbers import TIME_UNITS, against_last, counts_time, is_count, numbers, says_one, singular
+from .numbers import (
+    TIME_UNITS,
+    against_last,
+    counts_time,
+    described_count,
+    is_count,
+    numbers,
+    says_one,
+    singular,
+)
 from .sentences import CORRECTION
 from .strings import MESSAGE, Fill, is_message, string_values
 from .tool_prompt import DIALOG_TURNS, EXAMPLES, last_exchange, recent_calls
@@ -342,8 +351,11 @@ async def _fill(
         values = numbers(unnegated(line), param, time_elsewhere=timed) or numbers(
             line, param, time_elsewhere=timed
         )  # "four, not five"
-        if not values:  # no number: one if it says "a" or "another" ("And a sleeping draught."),
-            # else an earlier call's ("And pay Sal the same."), else one, unread
+        if not values:  # no number: the description's count for none, unread (not after a call),
+            # else 1 for "a" or "another", else an earlier call's ("pay Sal the same"), else 1
+            untold = described_count(param.description)
+            if untold is not None and not counts:
+                return untold, None
             if says_one(line):
                 return 1, math.nan
             return (counts[-1], math.nan) if counts else (1, None)

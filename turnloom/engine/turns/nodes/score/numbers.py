@@ -152,6 +152,46 @@ def says_one(line: str) -> bool:
     return any(singular(said[i + 1]) not in _DAYS for i in ones)
 
 
+#: A count's description naming the value to take where the player says none: "If the
+#: visitor does not say, 1.", "If the visitor gives no number, 12.", "0 if the visitor offers
+#: none", "defaults to 2", "(default 3)".
+_COUNT_DEFAULT = re.compile(
+    r"\bdefaults?\s+(?:to|is)\s+([\w-]+)|\(default:?\s+([\w-]+)\)"
+    r"|\bif\b[^.;]*\b(?:not|no|none|nothing)\b[^.;]*,\s*(?:assume|use|take|it's|it\s+is)?\s*"
+    r"([\w-]+)\s*(?:[.;)]|$)"
+    r"|(?:^|[.;]\s*)([\w-]+)\s+if\b[^.;]*\b(?:none|not|no|nothing)\b",
+    re.IGNORECASE,
+)
+
+
+def described_count(description: str) -> int | None:
+    """The count a description says to take where the line gives none (`_COUNT_DEFAULT`)."""
+    found = _COUNT_DEFAULT.search(description)
+    if found is None:
+        return None
+    said = next(group for group in found.groups() if group)
+    value = float(said) if _NUMBER.fullmatch(said) else _spelled(said.lower())
+    return None if value is None else int(value)
+
+
+#: Where a line gives someone's age: "he's six", "She was eighty-seven", "six years old",
+#: "aged 70": no count of things, but for an argument described by age.
+_AGE = re.compile(
+    r"\b(?:he|she)(?:'s|\s+is|\s+was)\s+([\w-]+)(?=\s*(?:[,.;!?]|$|years?\b))"
+    r"|\b([\w-]+)\s+years?\s+old\b|\baged\s+([\w-]+)",
+    re.IGNORECASE,
+)
+
+
+def ages(line: str, param: ToolParamDefinition) -> set[float]:
+    """The ages `line` gives, unless `param` is described by age ("the dead person's age")."""
+    if re.search(r"\bage\b|\byears?\s+old\b", param.description, re.IGNORECASE):
+        return set()
+    said = (next(g for g in m.groups() if g) for m in _AGE.finditer(line))
+    values = (float(w) if _NUMBER.fullmatch(w) else _spelled(w.lower()) for w in said)
+    return {v for v in values if v is not None}
+
+
 def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = False) -> list[object]:
     """The numbers `line` spells (digits, number words, "twenty-five", "a dozen", "half a dozen",
     "a couple", "both", then ordinals: "the fifth level", "the 3rd floor"; for a count of days or
@@ -230,6 +270,9 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             continue
         number = int(value) if integer or float(value).is_integer() else value
         found.append((0 if _NUMBER.fullmatch(word) else 1, number))
+    # Someone's age counts no things ("my son Davy, he's six" offers no reward of six).
+    if aged := ages(line, param):
+        found = [f for f in found if not (isinstance(f[1], int | float) and f[1] in aged)]
     # A party the line lists counts its people: "for me and my wife" is two, "me and my two
     # brothers" three (the two are of the party, no count of their own).
     if counts_people(param) and (party := _PARTY.search(line)) is not None:

@@ -38,8 +38,12 @@ CORRECTION = re.compile(
     r"\b(?:make\s+(?:it|that|them|those)|i\s+meant)\s+([^,.;:!?]*)",
     re.IGNORECASE,
 )
-#: What may come before a correction that opens its line: "Actually,", "No, wait,", "Sorry,".
-_BEFORE_CORRECTION = re.compile(r"\W*(?:(?:actually|no|wait|sorry|oh)\W+)*", re.IGNORECASE)
+#: What may come before a correction that opens its line: "Actually,", "No, wait,", "Sorry,",
+#: "Hang on, better", "On second thought,".
+_BEFORE_CORRECTION = re.compile(
+    r"\W*(?:(?:actually|no|wait|sorry|oh|hang\s+on|better|on\s+second\s+thoughts?)\W+)*",
+    re.IGNORECASE,
+)
 
 
 def opens_with_correction(line: str) -> bool:

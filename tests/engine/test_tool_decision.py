@@ -2456,7 +2456,7 @@ def test_a_time_of_day_says_the_side_it_is_of() -> None:
 
 def test_a_denial_ends_at_a_dash() -> None:
     line = "Not the matinee \u2014 three tickets for the evening show, up in the stands."
-    assert sa._DENIED.search(line).group(0) == "Not the matinee "
+    assert sb.DENIED.search(line).group(0) == "Not the matinee "
 
 
 def test_a_name_is_said_with_what_it_is_of() -> None:

@@ -91,10 +91,11 @@ from ....inference.base import ModelBackend
 from ...dialog.projection import Interaction
 from .booleans import (
     boolean_phrases,
+    denied_clauses,
     described_default,
-    opposed_sides,
     phrase_words,
     polar_words,
+    said_sides,
 )
 from .calibration import (
     URGENCY_WEIGHT,
@@ -105,7 +106,6 @@ from .calibration import (
     says_unhurried,
     urgency_margin,
 )
-from .names import proper_names
 from .numbers import (
     TIME_UNITS,
     against_last,
@@ -139,14 +139,6 @@ from .words import WORDS_WEIGHT
 
 __all__ = ["Arguments", "fill_arguments"]
 
-#: A clause a line (or a flag's phrase) denies: "won't be returning", "never opens", "don't
-#: light it", "No wax needed", "nothing breakable", "it cannot wait"; to a dash ("Not the
-#: matinee — the evening show").
-_DENIED = re.compile(
-    r"\b(?:not|never|no|nothing|without|cannot|won't|wont|don't|dont|didn't|doesn't|isn't"
-    r"|aren't|wasn't|can't|couldn't|shan't|mustn't)\b[^,.;:!?\u2014]*",
-    re.IGNORECASE,
-)
 #: Someone or something a line points to without naming it.
 _PRONOUN = re.compile(r"\b(?:him|her|it|them)\b", re.IGNORECASE)
 
@@ -251,7 +243,7 @@ async def _fill(
         phrases = boolean_phrases(param.description, fill.tool_description)
         # Its own name's words, and what the line says only to deny it ("won't be returning").
         flag = words_of(spelled(param.name))
-        denied = " ".join(m.group(0) for m in _DENIED.finditer(line))
+        denied = denied_clauses(line)
         # A correction that names the flag says it: "Actually, make it urgent" is urgent,
         # "make it not urgent" is not, whatever the earlier call said.
         corrected = CORRECTION.search(line)
@@ -272,30 +264,7 @@ async def _fill(
         # told by the rest of its phrase, this argument's own name with it ("the person must be
         # brought in alive" for `alive_only`: "taken alive").
         heard = re.sub(fill.tool_name_pattern, "thing", line, flags=re.IGNORECASE)
-        # A name says nothing of either side ("board Old Bess" against "for dogs that are
-        # nervous, old, ..."), unless the description names it too.
-        for name in proper_names(heard, frozenset()):
-            if name not in param.description:
-                heard = re.sub(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", " ", heard)
-        opposed = opposed_sides(phrases, heard)
-        avoid = fill.avoid - flag
-        told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
-        # What the line says of one side only to deny it counts for the other ("I won't be
-        # returning" against "true = the guide returns with them"), unless the side's phrase
-        # denies it too ("or have never been away from home": "He's never been away from
-        # home before"); said plainly, what a phrase denies counts for the other side.
-        plain = _DENIED.sub("", heard)
-        told_plain = [_DENIED.sub("", p) for p in told]
-        told_denied = [" ".join(m.group(0) for m in _DENIED.finditer(p)) for p in told]
-        sides = [
-            polar_words(p, plain) + polar_words(d, denied) + o
-            for p, d, o in zip(told_plain, told_denied, opposed, strict=True)
-        ]
-        against = [
-            polar_words(p, denied) + polar_words(d, plain)
-            for p, d in zip(told_plain, told_denied, strict=True)
-        ]
-        named = [sides[0] + against[1], sides[1] + against[0]]
+        named, heard = said_sides(phrases, line, heard, param.description, fill.avoid - flag)
         # A flag the line says nothing of, not even its name, keeps an earlier call's value
         # ("so three of us" after a portal), else is the default its description names ("false
         # (the default) if they just deliver it").

@@ -5,7 +5,8 @@ A description tells the two values apart in words: "true to light it, false to p
 "false (the default) for a quick blessing" (`boolean_phrases`); it may name the value that holds
 when the player says nothing of it (`described_default`). A line is read by which side it
 says, in any words: "Douse the light" and "Turn the lamp off" say "put it out"
-(`polar_words`); "keep the hood down" says what raising it does not (`opposed_sides`).
+(`polar_words`); "keep the hood down" says what raising it does not (`opposed_sides`); what it
+denies counts for the other side, names say none (`said_sides`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ import re
 from collections.abc import Sequence
 
 from .calibration import one_line
+from .names import proper_names
 from .numbers import TIMES_OF_DAY
 from .values import DETERMINERS, WORD, words
 from .words import STEMMER, word_stems
 
 __all__ = [
+    "DENIED",
     "boolean_phrases",
+    "denied_clauses",
     "described_default",
     "opposed_sides",
     "phrase_words",
     "polar_words",
+    "said_sides",
 ]
 
 
@@ -188,3 +193,48 @@ def phrase_words(phrase: str, line: str) -> int:
     """How many words of `phrase` (a boolean's "true to light it" or "false to put it out")
     `line` has, by stem, particles and negations counted."""
     return len(word_stems(phrase, _POLAR) & word_stems(line, _POLAR))
+
+
+#: A clause a line (or a flag's phrase) denies: "won't be returning", "never opens", "don't
+#: light it", "No wax needed", "nothing breakable", "it cannot wait"; to a dash ("Not the
+#: matinee — the evening show").
+DENIED = re.compile(
+    r"\b(?:not|never|no|nothing|without|cannot|won't|wont|don't|dont|didn't|doesn't|isn't"
+    r"|aren't|wasn't|can't|couldn't|shan't|mustn't)\b[^,.;:!?\u2014]*",
+    re.IGNORECASE,
+)
+
+
+def denied_clauses(text: str) -> str:
+    """The clauses `text` denies (`DENIED`), one after another."""
+    return " ".join(m.group(0) for m in DENIED.finditer(text))
+
+
+def said_sides(
+    phrases: Sequence[str], line: str, heard: str, description: str, avoid: frozenset[str]
+) -> tuple[list[int], str]:
+    """How many words `line` says of each of a boolean's two `phrases` (`polar_words`, and the
+    sides it opposes: `opposed_sides`), read as `heard` (the tool's name taken out), the words
+    to `avoid` not counted; and `heard` without the names it holds. A name says no side
+    ("board Old Bess" against "for dogs that are nervous, old, ..."), unless the `description`
+    names it too. What the line says of one side only to deny it counts for the other ("I
+    won't be returning" against "true = the guide returns with them"), unless the side's
+    phrase denies it too ("or have never been away from home": "He's never been away from
+    home before"); said plainly, what a phrase denies counts for the other side."""
+    for name in proper_names(heard, frozenset()):
+        if name not in description:
+            heard = re.sub(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", " ", heard)
+    opposed = opposed_sides(phrases, heard)
+    told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
+    denied, plain = denied_clauses(line), DENIED.sub("", heard)
+    told_plain = [DENIED.sub("", p) for p in told]
+    told_denied = [denied_clauses(p) for p in told]
+    sides = [
+        polar_words(p, plain) + polar_words(d, denied) + o
+        for p, d, o in zip(told_plain, told_denied, opposed, strict=True)
+    ]
+    against = [
+        polar_words(p, denied) + polar_words(d, plain)
+        for p, d in zip(told_plain, told_denied, strict=True)
+    ]
+    return [sides[0] + against[1], sides[1] + against[0]], heard

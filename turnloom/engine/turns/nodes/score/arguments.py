@@ -264,7 +264,7 @@ async def _fill(
         # told by the rest of its phrase, this argument's own name with it ("the person must be
         # brought in alive" for `alive_only`: "taken alive").
         heard = re.sub(fill.tool_name_pattern, "thing", line, flags=re.IGNORECASE)
-        named, heard = said_sides(phrases, line, heard, param.description, fill.avoid - flag)
+        named, heard = said_sides(phrases, denied, heard, param.description, fill.avoid - flag)
         # A flag the line says nothing of, not even its name, keeps an earlier call's value
         # ("so three of us" after a portal), else is the default its description names ("false
         # (the default) if they just deliver it").

@@ -211,11 +211,12 @@ def denied_clauses(text: str) -> str:
 
 
 def said_sides(
-    phrases: Sequence[str], line: str, heard: str, description: str, avoid: frozenset[str]
+    phrases: Sequence[str], denied: str, heard: str, description: str, avoid: frozenset[str]
 ) -> tuple[list[int], str]:
-    """How many words `line` says of each of a boolean's two `phrases` (`polar_words`, and the
-    sides it opposes: `opposed_sides`), read as `heard` (the tool's name taken out), the words
-    to `avoid` not counted; and `heard` without the names it holds. A name says no side
+    """How many words a line says of each of a boolean's two `phrases` (`polar_words`, and the
+    sides it opposes: `opposed_sides`), read as `heard` (the tool's name taken out) with the
+    clauses it `denied` (`denied_clauses` of the line as said), the words to `avoid` not
+    counted; and `heard` without the names it holds. A name says no side
     ("board Old Bess" against "for dogs that are nervous, old, ..."), unless the `description`
     names it too. What the line says of one side only to deny it counts for the other ("I
     won't be returning" against "true = the guide returns with them"), unless the side's
@@ -226,7 +227,7 @@ def said_sides(
             heard = re.sub(rf"(?<![\w'-]){re.escape(name)}(?![\w'-])", " ", heard)
     opposed = opposed_sides(phrases, heard)
     told = [" ".join(w for w in WORD.findall(p) if w.lower() not in avoid) for p in phrases]
-    denied, plain = denied_clauses(line), DENIED.sub("", heard)
+    plain = DENIED.sub("", heard)
     told_plain = [DENIED.sub("", p) for p in told]
     told_denied = [denied_clauses(p) for p in told]
     sides = [

@@ -169,8 +169,7 @@ def described_count(description: str) -> int | None:
     found = _COUNT_DEFAULT.search(description)
     if found is None:
         return None
-    said = next(group for group in found.groups() if group)
-    value = float(said) if _NUMBER.fullmatch(said) else _spelled(said.lower())
+    value = _number_said(next(group for group in found.groups() if group))
     return None if value is None else int(value)
 
 
@@ -187,9 +186,8 @@ def ages(line: str, param: ToolParamDefinition) -> set[float]:
     """The ages `line` gives, unless `param` is described by age ("the dead person's age")."""
     if re.search(r"\bage\b|\byears?\s+old\b", param.description, re.IGNORECASE):
         return set()
-    said = (next(g for g in m.groups() if g) for m in _AGE.finditer(line))
-    values = (float(w) if _NUMBER.fullmatch(w) else _spelled(w.lower()) for w in said)
-    return {v for v in values if v is not None}
+    said = (_number_said(next(g for g in m.groups() if g)) for m in _AGE.finditer(line))
+    return {v for v in said if v is not None}
 
 
 def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = False) -> list[object]:
@@ -351,10 +349,14 @@ def _spans_of_time(line: str, units: dict[str, float]) -> list[float]:
 
 def _plain(word: str) -> float | None:
     """The number a word says by itself (digits, a number word, "a"), or None."""
+    return 1.0 if word.lower() in ("a", "an") else _number_said(word)
+
+
+def _number_said(word: str) -> float | None:
+    """The number a word spells: digits, or a number word ("seven", "twenty-five"); or None."""
     if _NUMBER.fullmatch(word):
         return float(word)
-    low = word.lower()
-    return 1.0 if low in ("a", "an") else None if (n := _spelled(low)) is None else float(n)
+    return None if (n := _spelled(word.lower())) is None else float(n)
 
 
 def _units(word: str) -> float:

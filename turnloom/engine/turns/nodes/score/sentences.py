@@ -38,12 +38,12 @@ CORRECTION = re.compile(
     r"\b(?:make\s+(?:it|that|them|those)|i\s+meant)\s+([^,.;:!?]*)",
     re.IGNORECASE,
 )
+#: Words that open a change to the last call: "Actually", "Wait", "Sorry", "Hang on", "On
+#: second thought" (`_BEFORE_CORRECTION`, `_REDOES`).
+_AMENDS = r"actually|wait|sorry|hang\s+on|on\s+second\s+thoughts?"
 #: What may come before a correction that opens its line: "Actually,", "No, wait,", "Sorry,",
 #: "Hang on, better", "On second thought,".
-_BEFORE_CORRECTION = re.compile(
-    r"\W*(?:(?:actually|no|wait|sorry|oh|hang\s+on|better|on\s+second\s+thoughts?)\W+)*",
-    re.IGNORECASE,
-)
+_BEFORE_CORRECTION = re.compile(rf"\W*(?:(?:{_AMENDS}|no|oh|better)\W+)*", re.IGNORECASE)
 
 
 def opens_with_correction(line: str) -> bool:
@@ -57,8 +57,7 @@ def opens_with_correction(line: str) -> bool:
 #: chapel board", "And the same to the churchwarden", "No wait — not the cross, give it out on
 #: the quay", "Actually it can't wait", "Hang on, better make it two hundred".
 _REDOES = re.compile(
-    r"\W*(?:(?:and|oh|also|then)\W+)*(?:the\s+)?same\b"
-    r"|\W*(?:actually|no\W+wait|wait|sorry|hang\s+on|on\s+second\s+thoughts?)\b",
+    rf"\W*(?:(?:and|oh|also|then)\W+)*(?:the\s+)?same\b|\W*(?:{_AMENDS}|no\W+wait)\b",
     re.IGNORECASE,
 )
 

@@ -167,9 +167,7 @@ _COUNT_DEFAULT = re.compile(
 def described_count(description: str) -> int | None:
     """The count a description says to take where the line gives none (`_COUNT_DEFAULT`)."""
     found = _COUNT_DEFAULT.search(description)
-    if found is None:
-        return None
-    value = _number_said(next(group for group in found.groups() if group))
+    value = None if found is None else _number_said(next(g for g in found.groups() if g))
     return None if value is None else int(value)
 
 

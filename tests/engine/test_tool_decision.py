@@ -2681,3 +2681,44 @@ def test_a_count_the_line_does_not_give_is_the_one_its_description_names() -> No
 def test_more_ways_of_opening_a_correction() -> None:
     for line in ("Hang on, better make it two hundred.", "On second thought, make it three."):
         assert sse.opens_with_correction(line), line
+
+
+def test_a_line_that_says_it_cannot_wait_is_urgent() -> None:
+    for line in ("Actually it can't wait \u2014 the cask's going at noon. Cry it right now.",
+                 "Send four and go now.", "Fetch the healer at once!", "Hurry!",
+                 "quick, cry it round the whole town", "It's an emergency.",
+                 "Come as soon as you can."):  # fmt: skip
+        assert sc.says_urgent(line), line
+    for line in ("No hurry, but the roof leaks.", "I can't wait to see her.",
+                 "A quick word with the miller, please.", "Send word to my sister.",
+                 "It isn't urgent."):  # fmt: skip
+        assert not sc.says_urgent(line), line
+
+
+def test_a_flag_of_urgency_takes_what_the_line_says_over_the_model() -> None:
+    # The scorer answers by the words of its choices the line has: "false" is the flag's
+    # value, so without the rule the first line is not urgent; "urgent" in a line that denies
+    # it stays false.
+    urgent = tl.ToolParamDefinition("urgent", "boolean", "True if it cannot wait.")
+    text = tl.ToolParamDefinition("text", "string", "What to cry.")
+    cry = tl.ToolDefinition("cry_message", "Cry a message in the square.", [text, urgent])
+    scorer = ScoringMock("mock", script=["unused"])
+    for line, expected in (
+        ("Cry that the false alarm is over, right now!", True),
+        ("Cry that the fair opens. No hurry, it isn't urgent.", False),
+    ):
+        (call,) = run(scorer, node(tools=[cry]), line)["calls"]
+        assert call.arguments["urgent"] is expected, line
+
+
+def test_an_order_in_so_many_words_asks_whatever_news_follows_it() -> None:
+    assert sse.gives_order("Put 3 hounds on the trail of the thief.")
+    assert sse.gives_order("Just wash these shirts, please.")
+    for sentence in ("Take care.", "Give my love to your mother.", "Put it where, exactly?",
+                     "The thief ran off past the tannery."):  # fmt: skip
+        assert not sse.gives_order(sentence), sentence
+    # The scripted request step hears talk in a line with "good" or "weather" in it.
+    scorer = ScoringMock("mock", script=["unused"])
+    (call,) = run(scorer, node(), "Hand me two apples, good man.")["calls"]
+    assert call.tool_name == "give_item"
+    assert run(scorer, node(), "Give my love to your uncle.")["calls"] == []

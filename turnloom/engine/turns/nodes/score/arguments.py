@@ -22,7 +22,8 @@ choice's prompt) are not needed here.
   the curtain down"), a side whose opposite one value's phrase says counting for the other
   ("keep the hood down" against "true to raise the hood"); a flag the line says nothing of
   keeps an earlier call's value, else takes its described default; and a flag of urgency
-  ("true if it cannot wait") from how urgent the line sounds (`calibration.urgency_margin`).
+  ("true if it cannot wait") is what the line says outright ("No hurry", "right now":
+  `calibration.says_urgent`), else how urgent it sounds (`calibration.urgency_margin`).
 - **Strings** are spans of the line (one to four words, not across punctuation, not starting
   with the line's first word, not starting or ending with a filler word, a word of the
   tool's or its arguments' names or a value another argument declares, nor holding a number
@@ -104,6 +105,7 @@ from .calibration import (
     is_urgency,
     prompt,
     says_unhurried,
+    says_urgent,
     urgency_margin,
 )
 from .numbers import (
@@ -272,6 +274,10 @@ async def _fill(
         unsaid = not any(named) and not flag & words_of(heard)
         if unsaid and not is_urgency(param) and (fill.earlier or default is not None):
             return (fill.earlier[-1], math.nan) if fill.earlier else (default, None)
+        # A line that says outright how urgent it is says so: "No hurry, but...", "Cry it
+        # right now".
+        if is_urgency(param) and (says_unhurried(line) or says_urgent(line)):
+            return not says_unhurried(line), math.nan
     if param.type == "boolean" or enum:
         choices = [f"{json.dumps(v)}{end}" for v in values]
         # Calibrated on the examples alone: the value an earlier call gave stays likelier
@@ -281,8 +287,6 @@ async def _fill(
         )
         if param.type == "boolean":
             scores = [s + WORDS_WEIGHT * w for s, w in zip(scores, named, strict=True)]
-            if is_urgency(param) and says_unhurried(line):  # "No hurry, but...": it says so
-                return False, math.nan
             if is_urgency(param):  # how the line would be answered: "At once!" or "Later."
                 scores[0] += URGENCY_WEIGHT * await urgency_margin(backend, line, agent_id)
         chosen, margin = best(scores)

@@ -21,6 +21,10 @@ A line that says outright it is not urgent ("No hurry, but...", "there's no rush
 its words (`says_unhurried`): the model answers "At once!" to the word "hurry", negated or not.
 So is a line that leaves the time to the one asked ("When you get a chance, send word to my
 sister", "whenever you can"): the model reads "Send word" as urgent about as often as not.
+And a line that says outright it cannot wait ("right now", "at once", "it can't wait", "Hurry!")
+is urgent by its words (`says_urgent`): the model's answer to a long line with a cry in it
+("Actually it can't wait \u2014 the cask's going at noon. Cry it right now.") follows the rest of
+it.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ __all__ = [
     "one_line",
     "prompt",
     "says_unhurried",
+    "says_urgent",
     "urgency_margin",
 ]
 
@@ -211,6 +216,25 @@ def says_unhurried(line: str) -> bool:
     leaves the time to the one asked ("When you get a chance, send word to my sister")."""
     said = line.replace("\u2019", "'")
     return _NOT_URGENT.search(said) is not None or _AT_LEISURE.search(said) is not None
+
+
+#: Words that say a request cannot wait: "right now", "right away", "at once", "immediately",
+#: "it can't wait" (not "can't wait to see her"), "as soon as you can", "Hurry!", "quick" (not
+#: "a quick word"), "urgent", "an emergency", "go now", "now!".
+_CANNOT_WAIT_SAID = re.compile(
+    r"\b(?:right\s+(?:now|away)|at\s+once|immediately|straight\s*away|this\s+(?:instant|minute)"
+    r"|without\s+delay|(?:can't|cannot|can\s+not|won't)\s+wait(?!\s+(?:to|for|till|until)\b)"
+    r"|as\s+soon\s+as\s+(?:you\s+)?(?:can|possible)|asap|hurry|quick(?:ly)?(?!\s+(?:question|word|look))"
+    r"|urgent(?:ly)?|emergency|go\s+now|now\s*!)",
+    re.IGNORECASE,
+)
+
+
+def says_urgent(line: str) -> bool:
+    """Whether `line` says outright that it cannot wait ("Cry it right now", "it can't wait",
+    "quick!") and not that it can (`says_unhurried`: "No hurry")."""
+    said = line.replace("\u2019", "'")
+    return _CANNOT_WAIT_SAID.search(said) is not None and not says_unhurried(said)
 
 
 async def urgency_margin(backend: ModelBackend, line: str, agent_id: int = 0) -> float:

@@ -65,7 +65,7 @@ from ...dialog.projection import Interaction
 from .arguments import fill_arguments
 from .calibration import best, calibrated_scores
 from .request import SURE, request_margin
-from .sentences import opens_with_correction, sentences
+from .sentences import gives_order, opens_with_correction, sentences
 from .tool_prompt import tool_header, tool_labels
 from .values import MORE, WORD, enum_values
 from .words import (
@@ -263,6 +263,10 @@ async def decide_by_score(
     ordered = ordered or goes_on
     requested = asks > 0 or (not question and asks > -SURE and ordered)
     requested = requested or (asks > -SURE and _ASKS_TO_DO.search(line) is not None)
+    # An order in so many words ("Put 3 hounds on the trail of the thief. He ran off past the
+    # tannery.", "Print me a gross of bills: '...'") asks for something, however sure the
+    # request step is that its news is talk.
+    requested = requested or (not question and any(gives_order(s) for s in said))
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
     same = after and _SAME.match(line) is not None

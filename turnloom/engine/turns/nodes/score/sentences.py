@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 
+from .values import WORD, words
+
 __all__ = [
     "CORRECTION",
     "WHERE_ONE_WILL_BE",
     "asked_order",
+    "gives_order",
     "labelled",
     "opens_with_correction",
     "order_clause",
@@ -44,6 +47,39 @@ _AMENDS = r"actually|wait|sorry|hang\s+on|on\s+second\s+thoughts?"
 #: What may come before a correction that opens its line: "Actually,", "No, wait,", "Sorry,",
 #: "Hang on, better", "On second thought,".
 _BEFORE_CORRECTION = re.compile(rf"\W*(?:(?:{_AMENDS}|no|oh|better)\W+)*", re.IGNORECASE)
+
+
+#: Verbs that open an order to whoever serves the player ("Put 3 hounds on the trail...", "Lock
+#: up the little door...", "Give it the whole rite"), in their bare form; not those that open a
+#: wish or an exclamation as often ("keep", "mind", "look", "let", "come", "say").
+_ORDER_VERBS = frozenset(
+    words(
+        "put give send get bring fetch take make print ring lock unlock open close shut light hand"
+        " post lend sell board wash mend stitch draw copy hire book rent carry pour serve fix load"
+        " pack wrap deliver saddle sharpen repair polish clean cook brew bake fill hang pin raise"
+        " lower move lead guide escort warn cry announce"
+    )
+)
+#: What softens or times an order before its verb: "Just wash these shirts", "Then give it out".
+_BEFORE_ORDER = frozenset(words("just then now so go kindly quickly quick please"))
+#: Sayings that open with such a verb and ask nothing: "Take care", "Bless you", "Give my love
+#: to your mother", "Get well soon", "Make yourself at home".
+_SAYINGS = re.compile(
+    r"(?:take\s+(?:care|it\s+easy)|get\s+well|make\s+yourself|(?:give|send)\s+(?:my|our)\s+"
+    r"(?:love|regards|best|thanks)|bless\s+you)\b",
+    re.IGNORECASE,
+)
+
+
+def gives_order(sentence: str) -> bool:
+    """Whether `sentence` opens with an order's verb (`_ORDER_VERBS`, after a word that only
+    softens or times it) and is no saying ("Take care.") nor question."""
+    said = WORD.findall(sentence)
+    while len(said) > 1 and said[0].lower() in _BEFORE_ORDER:
+        said = said[1:]
+    if not said or said[0].lower() not in _ORDER_VERBS or sentence.rstrip().endswith("?"):
+        return False
+    return _SAYINGS.match(sentence, sentence.find(said[0])) is None
 
 
 def opens_with_correction(line: str) -> bool:

@@ -493,7 +493,11 @@ def test_a_question_calls_only_a_tool_that_looks_something_up() -> None:
     assert (call.tool_name, call.arguments) == ("check_stock", {"item": "swords"})
     # Moving answers no question, whatever the question names.
     assert run(scorer, params, "is the move north long?")["calls"] == []
-    assert [td._looks_up(t) for t in (CHECK_STOCK, MOVE, GIVE)] == [True, False, False]
+    assert [td._first_verb(t) in td._LOOKUP_VERBS for t in (CHECK_STOCK, MOVE, GIVE)] == [
+        True,
+        False,
+        False,
+    ]
 
 
 def test_each_kind_of_line_has_its_own_boundary() -> None:
@@ -2722,3 +2726,67 @@ def test_an_order_in_so_many_words_asks_whatever_news_follows_it() -> None:
     (call,) = run(scorer, node(), "Hand me two apples, good man.")["calls"]
     assert call.tool_name == "give_item"
     assert run(scorer, node(), "Give my love to your uncle.")["calls"] == []
+
+
+def test_what_a_tool_itself_denies_is_no_refusal_of_it() -> None:
+    report = tl.ToolDefinition(
+        "report_lost_parcel",
+        "Files a report for a parcel the player sent that never arrived.",
+        [tl.ToolParamDefinition("description", "string", "The parcel.")],
+    )
+    assert not sw.refuses(report, "My parcel of figs never arrived. Can you report it?")
+    assert sw.refuses(report, "Don't report it yet, it may still come.")
+
+
+def test_a_tool_that_examines_what_is_brought_answers_a_question_asking_for_it() -> None:
+    study = tl.ToolDefinition(
+        "identify_item",
+        "Study a strange object and say what it is.",
+        [tl.ToolParamDefinition("item", "string", "The object.")],
+    )
+    scorer = ScoringMock("mock", script=["unused"])
+    line = "Found this item in a barrow. Can you tell me what it is, lovely?"
+    (call,) = run(scorer, node(tools=[study, MOVE]), line)["calls"]
+    assert call.tool_name == "identify_item"
+    # A question about the NPC asks for nothing, whatever it names.
+    assert run(scorer, node(tools=[study, MOVE]), "Who taught you to identify item?")["calls"] == []
+
+
+def test_a_polite_line_asks_for_something() -> None:
+    # The scripted request step hears talk in a line with "good" or "lovely" in it.
+    scorer = ScoringMock("mock", script=["unused"])
+    for line in ("Two apples, good sir, please.", "Would you mind giving me a lovely apple?"):
+        (call,) = run(scorer, node(), line)["calls"]
+        assert call.tool_name == "give_item", line
+    assert run(scorer, node(), "Oh please, you are too good to me.")["calls"] == []
+
+
+def test_a_value_that_stops_inside_a_name_takes_all_of_it() -> None:
+    line = "Fetch the harbourmaster. He'll be in his office at the end of the North Mole."
+    assert sn_names.through_name(line, "end of the North") == "end of the North Mole"
+    assert sn_names.through_name("Send Bram Tuesday's loaves.", "Bram") == "Bram"
+    assert sn_names.through_name("Tell the Sea Lark to wait.", "the Sea Lark") == "the Sea Lark"
+
+
+def test_a_message_ends_before_an_order_to_its_carrier() -> None:
+    told = "Mother is poorly and asking for her, and bring me back word whether she'll come"
+    assert sse.before_order(told) == "Mother is poorly and asking for her"
+    kept = "the bridge is shut, so send the carts round by the ford"
+    assert sse.before_order(kept) == kept
+    # The message a line relays loses the order to the runner that follows it.
+    scorer = ScoringMock("mock", script=["unused"])
+    line = "Pass a message to Agnes that Mother is poorly, and bring me back her answer."
+    (call,) = run(scorer, node(tools=[PASS_MESSAGE]), line)["calls"]
+    assert call.arguments["message"] == "Mother is poorly"
+
+
+def test_back_tells_a_return_from_a_one_way_errand() -> None:
+    phrases = ("the crier should wait for an answer and bring it back", "come away")
+    line = "Let her know Mother is poorly, and bring me back word whether she'll come."
+    named, _ = sb.said_sides(phrases, sb.denied_clauses(line), line, "", frozenset())
+    assert named[0] > named[1]
+    # Denied, it says the other side: "I won't be coming back this way."
+    line = "Find me a guide to Port Sabra, I won't be coming back this way."
+    phrases = ("brings them back", "leaves them at the destination")
+    named, _ = sb.said_sides(phrases, sb.denied_clauses(line), line, "", frozenset())
+    assert named[1] > named[0]

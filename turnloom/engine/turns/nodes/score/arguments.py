@@ -37,7 +37,8 @@ choice's prompt) are not needed here.
   name are its value ("the galley locker"), and a thing's name ("The ship's name.") is
   capitalised ("the Sea Swallow"); the one the line is said to ("Put it on my tab, Ilse.") is
   no value; a name (not a message) takes the words describing it, back to its determiner
-  ("some willow bark"); a line that names nothing (but whom it
+  ("some willow bark"), and a value that stops inside a capitalised name goes on to its end
+  ("end of the North Mole"); a line that names nothing (but whom it
   is for: "And two more for my friend.") keeps an earlier call's value, and one that asks
   for more of the same ("And two more for Rosa's crew.") has only that value for an object,
   as has a correction ("Actually, make it urgent, he's hurt his leg.") that names no other
@@ -56,7 +57,8 @@ choice's prompt) are not needed here.
   something is ("The magistrate's horse"); a place (a string described by where it goes) is
   where the line sends something, all of its name ("to the Isle of Kerrow"); a message is
   the words the line quotes, if it quotes any, or the sentence an order points at ("The bridge
-  is shut. Cry it at the quay."), and the earlier call's if the line's only words are whom it
+  is shut. Cry it at the quay."), never the order to its carrier it goes on with ("..., and
+  bring me back word"), and the earlier call's if the line's only words are whom it
   goes to ("Tell the Crimson Pike too.") or it changes or repeats the call ("No wait — give it
   out on the quay", "And the same to the churchwarden").
 - **Enums** are chosen among the values the line names, as written or in words
@@ -108,6 +110,7 @@ from .calibration import (
     says_urgent,
     urgency_margin,
 )
+from .names import through_name
 from .numbers import (
     TIME_UNITS,
     against_last,
@@ -118,7 +121,7 @@ from .numbers import (
     says_one,
     singular,
 )
-from .sentences import CORRECTION
+from .sentences import CORRECTION, before_order
 from .strings import MESSAGE, Fill, is_message, string_values
 from .tool_prompt import DIALOG_TURNS, EXAMPLES, last_exchange, recent_calls
 from .values import (
@@ -292,10 +295,14 @@ async def _fill(
         chosen, margin = best(scores)
         return values[chosen], margin
     if param.type == "string":
-        values = string_values(fill, param)
-        if len(values) < 2:
-            return (_with_tool_noun(fill, param, values[0]), math.nan) if values else ("", None)
-        choices = [f"{json.dumps(v)[1:]}{end}" for v in values]
+        spans = string_values(fill, param)
+        if is_message(param, MESSAGE):  # not the order to its carrier it goes on with
+            spans = list(dict.fromkeys(before_order(v) for v in spans))
+        if len(spans) < 2:
+            if not spans:
+                return "", None
+            return _with_tool_noun(fill, param, through_name(line, spans[0])), math.nan
+        choices = [f"{json.dumps(v)[1:]}{end}" for v in spans]
         text = prompt(header, line, opened + '"')
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
         chosen, margin = best(scores)
@@ -303,9 +310,9 @@ async def _fill(
         # describing it ("my son's toy boat"), as any object does, but words another argument
         # took ("son" in "My son has a fever").
         if is_message(param, MESSAGE):
-            return values[chosen], margin
-        value = widened(line, values[chosen], fill.avoid | fill.taken, fill.numeric)
-        return _with_tool_noun(fill, param, value), margin
+            return spans[chosen], margin
+        value = widened(line, spans[chosen], fill.avoid | fill.taken, fill.numeric)
+        return _with_tool_noun(fill, param, through_name(line, value)), margin
     else:
         counts = [v for v in fill.earlier if is_count(v)]
         # "Twice as long" as the last call is twice its span of time; "twice as many" twice

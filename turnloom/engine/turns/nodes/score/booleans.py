@@ -89,8 +89,9 @@ def described_default(description: str) -> bool | None:
     return None if found is None else found.group(found.lastgroup or 0).lower() == "true"
 
 
-#: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest".
-_POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start"])
+#: What a boolean's phrases are told apart by: "put it out" from "light it", "let them rest",
+#: "bring it back" from "come away".
+_POLAR = frozenset(["on", "off", "out", "up", "down", "no", "not", "let", "stop", "start", "back"])
 #: Words that set something going and words that stop it, each kind one word to a boolean's
 #: phrases (`polar_words`); the names stand for a side and are no stem of any word.
 _GOING, _STOPPED = "<going>", "<stopped>"

@@ -8,7 +8,9 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
 1. **A request, or talk?** (`request`): whether the line asks for something at all,
    whatever it mentions: "Thanks for the ale" and "Farewell, and good luck" are talk. Talk
    calls nothing, except that a question may call a tool that looks something up (one whose
-   description starts "Look up", "Check", "Find"...: "Any rope in stock?"). A question that
+   description starts "Look up", "Check", "Find"...: "Any rope in stock?"; or one that
+   examines what the player brings, "Identify", "Test"..., if the question asks for it: "Can
+   you tell me what it is?"). A question that
    asks to be told something rather than for something (no "could", "can", "would"...: "How
    many berths are there below deck?", or one without its mark: "what do all those flags
    mean"), or one that opens with a question no order follows ("What's the pay like for a
@@ -17,7 +19,10 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    opens with a tool's own verb ("Walk north.", "Not the grey camel. Stable the white one.")
    or with what the speaker wants ("I'll buy a sack of dates."), or that counts what a tool
    counts in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after
-   a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). A line that
+   a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). So, however
+   sure the step is that it is talk, is a line with an order in so many words ("Put 3 hounds
+   on the trail of the thief. He ran off past the tannery."; not "Take care.") or one that
+   asks politely ("..., please.", "Would you mind drawing a chart...?"). A line that
    opens with a tool's verb and reads as talk has its first sentence asked alone: an order
    followed by news ("Send a dozen guards to the market. The harvest fair is starting.")
    reads as news whole. An order with
@@ -97,9 +102,18 @@ DECISIONS = ("", "generate", "score")
 _SCORABLE_TYPES = frozenset({"string", "boolean", "integer", "number"})
 #: A tool whose description starts with one of these finds something out: a question calls it.
 _LOOKUP_VERBS = frozenset({"look", "check", "find", "search", "count", "list", "read", "inspect"})
+#: A tool whose description starts with one of these examines a thing the player brings: a
+#: question that asks for it calls it ("Found this amulet. Can you tell me what it is?"), not
+#: one about the NPC ("Who taught you magic?").
+_EXAMINE_VERBS = frozenset({"identify", "study", "examine", "appraise", "assess", "test"})
 #: A question with one of these asks for something ("Could you unlock my chest?"); without,
 #: it asks to be told something.
 _ASKS_FOR = re.compile(r"\b(?:could|can|would|will|may|might|shall)\b", re.IGNORECASE)
+#: A line that asks politely: "A plan of the streets of Old Varrow, please.", "Would you mind
+#: drawing a chart of the coast?" (not "Oh, please, you flatter me.").
+_POLITE = re.compile(
+    r"(?<!\boh )(?<!\boh, )\bplease\b|\b(?:would|do)\s+you\s+mind\s+\w+ing\b", re.IGNORECASE
+)
 #: A line that goes on from the last one: "And two more.", "Oh, and a rake too.", "Also...".
 _GOES_ON = re.compile(r"\W*(?:oh\W+)?(?:and|also|plus)\b", re.IGNORECASE)
 #: A line that does the last call again for another: "Same for the Gravedigger.", "The same
@@ -267,6 +281,8 @@ async def decide_by_score(
     # tannery.", "Print me a gross of bills: '...'") asks for something, however sure the
     # request step is that its news is talk.
     requested = requested or (not question and any(gives_order(s) for s in said))
+    # So does one that asks politely: "please", "would you mind...".
+    requested = requested or _POLITE.search(line) is not None
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
     same = after and _SAME.match(line) is not None
@@ -297,7 +313,13 @@ async def decide_by_score(
     only_lookups = not requested or (
         question and (not _ASKS_FOR.search(line) or bool(_ASKS_LEAVE.search(line)))
     )
-    lookups = {i for i, tool in enumerate(tools) if _looks_up(tool)} if only_lookups else set()
+    asks_for = _ASKS_FOR.search(line) is not None
+    lookups = {
+        i
+        for i, tool in enumerate(tools)
+        if _first_verb(tool) in _LOOKUP_VERBS or (asks_for and _first_verb(tool) in _EXAMINE_VERBS)
+    }
+    lookups = lookups if only_lookups else set()
     if only_lookups and not (lookups and question):
         return ScoreDecision(no_call, diagnostics)
     # What the line names, and what it counts ("2 torches") where a tool takes a count of it.
@@ -366,6 +388,7 @@ def _last_call(past: Interaction) -> str | None:
     return str((calls[-1].get("function") or {}).get("name")) if calls else None
 
 
-def _looks_up(tool: ToolDefinition) -> bool:
+def _first_verb(tool: ToolDefinition) -> str:
+    """The first word of `tool`'s description, lowercase: what it does."""
     first = WORD.findall(tool.description.lower())[:1]
-    return bool(first) and first[0] in _LOOKUP_VERBS
+    return first[0] if first else ""

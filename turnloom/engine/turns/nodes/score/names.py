@@ -39,6 +39,7 @@ __all__ = [
     "starts_longer",
     "starts_with",
     "subjects",
+    "through_name",
     "verb_led",
     "with_kind",
     "with_noun",
@@ -59,6 +60,33 @@ def capitalised(line: str, value: str) -> bool:
 _NAME_WORD = rf"(?:(?:{'|'.join(sorted(TITLES))})\.|[A-Z][\w'-]*)"
 #: A name of capitalised words, "of" or "of the" joining two of them ("Maiden of Corrow").
 NAMED = re.compile(rf"{_NAME_WORD}(?:\s+(?:of\s+(?:the\s+)?)?{_NAME_WORD})*")
+
+
+def through_name(line: str, value: str) -> str:
+    """`value` with the rest of the capitalised name it stops inside (a span is a few words
+    long): "end of the North" in "at the end of the North Mole" is "end of the North Mole";
+    not through "I" or a day or a month ("Bram Tuesday")."""
+    last = value.split()[-1:]
+    if not last or not last[0][:1].isupper():
+        return value
+    found = re.search(rf"(?<![\w'-]){re.escape(value)}((?:\s+[A-Z][\w'-]*)+)", line)
+    if found is None:
+        return value
+    rest = []
+    for word in found.group(1).split():
+        if word.split("'")[0] in _NOT_NAME_WORDS:  # "Tuesday's" too
+            break
+        rest.append(word)
+    return " ".join([value, *rest])
+
+
+#: Capitalised words that go on no name: "I", the days, the months.
+_NOT_NAME_WORDS = frozenset(
+    WORD.findall(
+        "I I'm I'll I'd I've Monday Tuesday Wednesday Thursday Friday Saturday Sunday January"
+        " February March April May June July August September October November December"
+    )
+)
 
 
 #: A sentence's first word, capitalised, then an "'s" or a verb that says what it does

@@ -14,8 +14,10 @@ from .values import WORD, words
 
 __all__ = [
     "CORRECTION",
+    "LEADING",
     "WHERE_ONE_WILL_BE",
     "asked_order",
+    "before_order",
     "gives_order",
     "labelled",
     "opens_with_correction",
@@ -60,8 +62,11 @@ _ORDER_VERBS = frozenset(
         " lower move lead guide escort warn cry announce"
     )
 )
-#: What softens or times an order before its verb: "Just wash these shirts", "Then give it out".
-_BEFORE_ORDER = frozenset(words("just then now so go kindly quickly quick please"))
+#: What softens or times an order before its verb: "Just wash these shirts", "Then send a
+#: runner to him", "Go fetch the healer".
+LEADING = frozenset(words("just then now so go kindly quickly"))
+#: And what may open an order before those: "Quick, cry it round the town", "Please send word".
+_BEFORE_ORDER = LEADING | {"quick", "please"}
 #: Sayings that open with such a verb and ask nothing: "Take care", "Bless you", "Give my love
 #: to your mother", "Get well soon", "Make yourself at home".
 _SAYINGS = re.compile(
@@ -80,6 +85,21 @@ def gives_order(sentence: str) -> bool:
     if not said or said[0].lower() not in _ORDER_VERBS or sentence.rstrip().endswith("?"):
         return False
     return _SAYINGS.match(sentence, sentence.find(said[0])) is None
+
+
+#: Where a message may go on with an order to whoever carries it: ", and bring me back word"
+#: (not ", so send the carts round", which may be the message's own).
+_AND_THEN = re.compile(r"\s*[,;]\s*and\s+")
+
+
+def before_order(message: str) -> str:
+    """`message` without the order to its carrier it goes on with: "Mother is poorly and asking
+    for her, and bring me back word whether she'll come" is "Mother is poorly and asking for
+    her"; not one that is all order ("bring the cart round")."""
+    for joint in _AND_THEN.finditer(message):
+        if joint.start() and gives_order(message[joint.end() :]):
+            return message[: joint.start()]
+    return message
 
 
 def opens_with_correction(line: str) -> bool:

@@ -55,6 +55,7 @@ import snowballstemmer
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from .numbers import DAY_SPANS, TIME_UNITS, counts_days, singular
+from .sentences import LEADING
 from .strings import MESSAGE
 from .values import (
     FILLER,
@@ -170,23 +171,22 @@ def refuses(tool: ToolDefinition, line: str) -> bool:
     that fetches someone): it refuses the tool rather than asks for it. What the tool does is
     in its name and description: a word of its arguments' only ("Shut the east gate, but
     don't bar it." for a gate's `bar` flag) says how, not whether."""
-    verbs = word_stems(f"{spelled(tool.name)} {tool.description}")
+    declared = f"{spelled(tool.name)} {tool.description}"
+    # Not what the tool's own words deny: "a parcel ... that never arrived" is what it files a
+    # report for, and "My parcel never arrived" asks for it.
+    denied = {stem for m in _REFUSAL.finditer(declared) for stem in word_stems(m.group(1))}
+    verbs = word_stems(declared) - denied
     return any(
         word_stems(m.group(1)) & verbs for m in _REFUSAL.finditer(line.replace("\u2019", "'"))
     )
-
-
-#: Words before an order's verb that leave it an order ("Just wash...", "Then send...").
-_LEADING = frozenset(["just", "then", "now", "so", "go", "kindly", "quickly"])
 
 
 def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
     """Whether `line`'s first word is, as written, the first word of a tool's name or
     description (its verb: "Test these mushrooms." for test_sample)."""
     said = WORD.findall(line)
-    # After a word that only softens or times it: "Just wash these shirts", "Then send a
-    # runner to him", "Go fetch the healer".
-    while len(said) > 1 and said[0].lower() in _LEADING:
+    # After a word that only softens or times it (`sentences.LEADING`).
+    while len(said) > 1 and said[0].lower() in LEADING:
         said = said[1:]
     first = said[:1]
     if not first:

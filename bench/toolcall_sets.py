@@ -426,6 +426,7 @@ CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
 KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
 APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
 CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
+VINEYARD = load_set(_DATA / "vineyard_sealed.json")
 
 SETS = {
     s.name: s
@@ -458,5 +459,6 @@ SETS = {
         KENNEL,
         APIARY,
         CRIER,
+        VINEYARD,
     )
 }

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-eight sets, each with its own tools (string, integer, boolean and enum arguments between
+Twenty-nine sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -116,6 +116,11 @@ not intent:
   written sealed the same way, kept out of every run until it judged the code as it stood
   after apiary's judgement and the rules for flags and messages that followed, a development
   set since.
+- **vineyard** (`data/vineyard_sealed.json`, 60 lines, 6 tools, the vintner of a hillside
+  vineyard and winery; sha256 7a12b4f90d4fec5a023008fc2ac7317f0288e72def7c8b3925aa5f6039c81891):
+  written sealed the same way, kept out of every run until it judged the code as it stood
+  after crier's rules and the orders, polite asks, urgency words and names that followed, a
+  development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -426,7 +431,7 @@ CARTOGRAPHER = load_set(_DATA / "cartographer_sealed.json", _JUDGED)
 KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
 APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
 CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
-VINEYARD = load_set(_DATA / "vineyard_sealed.json")
+VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -1256,7 +1256,7 @@ def test_a_declared_value_is_read_as_words() -> None:
     (call,) = run(ScoringMock("mock", script=["unused"]), node(tools=[flash, bell]),
                   "Flash the storm warning.")["calls"]  # fmt: skip
     assert call.arguments == {"signal": "storm_warning"}
-    assert sa._says("cave-in", "The roof caved in!") and not sa._says("cave-in", "Fire!")
+    assert sb.says_value("cave-in", "The roof caved in!") and not sb.says_value("cave-in", "Fire!")
 
 
 def test_numbers_read_hundreds_and_thousands() -> None:
@@ -1597,8 +1597,8 @@ def test_quoted_words_a_value_in_two_words_and_what_an_earlier_call_named() -> N
     # A declared value may be said in two words ("the dry dock" is "drydock"): it is that
     # value, no other argument's.
     line = "Actually, she needs repairs. Send her to the dry dock instead."
-    assert sa._says("drydock", line)
-    assert not sa._says("drydock", "The dock is dry.")
+    assert sb.says_value("drydock", line)
+    assert not sb.says_value("drydock", "The dock is dry.")
     ship = tl.ToolParamDefinition("ship", "string", "The ship's name.")
     assert "dry dock" in _read(ship, line, {"moor", "ship", "berth"}, numeric=False)
     # A name the line does not say ("her") is the one the earlier call named.
@@ -2790,3 +2790,44 @@ def test_back_tells_a_return_from_a_one_way_errand() -> None:
     phrases = ("brings them back", "leaves them at the destination")
     named, _ = sb.said_sides(phrases, sb.denied_clauses(line), line, "", frozenset())
     assert named[1] > named[0]
+
+
+SEND_CASK = tl.ToolDefinition(
+    "send_cask",
+    "Send casks of wine to a person or place.",
+    [
+        tl.ToolParamDefinition("recipient", "string", "The person or place the casks go to."),
+        tl.ToolParamDefinition("wine", "string", "Which wine.", enum=["red", "white", "rose"]),
+    ],
+)
+PICKER = tl.ToolDefinition(
+    "hire_picker",
+    "Take someone on for the harvest.",
+    [
+        tl.ToolParamDefinition("worker", "string", "Who is taken on."),
+        tl.ToolParamDefinition("treading", "boolean", "True to tread grapes in the vats."),
+    ],
+)
+
+
+def test_an_accented_word_names_the_value_written_without_it() -> None:
+    (call,) = _calls_after([SEND_CASK], [("Send a cask of the rosé to Tam.", None)])
+    assert call.arguments["wine"] == "rose"
+
+
+def test_same_again_for_someone_names_them_and_her_points_back_at_the_last() -> None:
+    to_tam = _after_call("Send red to Tam in Eastmere.", "send_cask",
+                         {"recipient": "Tam in Eastmere", "wine": "red"})  # fmt: skip
+    lise = _after_call("Take on my daughter Lise.", "hire_picker",
+                       {"worker": "my daughter Lise", "treading": False})  # fmt: skip
+    same, back = _calls_after(
+        [SEND_CASK, PICKER],
+        [("Same again for my sister Wenna.", to_tam), ("Actually, put her in the vats.", lise)],
+    )
+    assert "Wenna" in same.arguments["recipient"]
+    assert back.arguments["worker"] == "my daughter Lise"
+    # "them" may be the things: a line naming someone anew does not keep the last one.
+    (finn,) = _calls_after([PICKER], [("My brother Finn, put them in the vats too.", lise)])
+    assert finn.arguments["worker"] != "my daughter Lise"
+    assert sa._as_person(SEND_CASK.parameters[0], "cousin Ysolde's") == "cousin Ysolde"
+    assert sa._as_person(SEND_CASK.parameters[1], "Hob's") == "Hob's"

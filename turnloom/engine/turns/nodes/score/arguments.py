@@ -82,7 +82,6 @@ choice's prompt) are not needed here.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -96,9 +95,10 @@ from .booleans import (
     boolean_phrases,
     denied_clauses,
     described_default,
-    phrase_words,
     polar_words,
     said_sides,
+    says_value,
+    unaccented,
 )
 from .calibration import (
     URGENCY_WEIGHT,
@@ -128,6 +128,7 @@ from .values import (
     FILLER,
     MORE,
     WORD,
+    describes_person,
     earlier_values,
     enum_values,
     explained,
@@ -136,7 +137,6 @@ from .values import (
     spelled,
     takes_person,
     unnegated,
-    value_words,
     widened,
     words_of,
 )
@@ -221,10 +221,11 @@ async def _fill(
     values: Sequence[object]
     enum = enum_values(param)
     if enum:
+        line = unaccented(line)  # "the rosé" names `rose`
         # The values the line names, if any ("And this one into dwarvish" after an elvish
         # one): the model chooses among those, else among all.
         # What it turns down is not among them ("the south bank, not the north").
-        said = [v for v in enum if _says(v, line)]
+        said = [v for v in enum if says_value(v, line)]
         # Else those whose explanation in the description it names most ("dunes = east
         # across the deep sand to Tal Harir": "my brother is sick in Tal Harir"), else an
         # earlier call's ("Actually, one way only." keeps the dunes).
@@ -233,13 +234,13 @@ async def _fill(
         # portions." after "that'll be Bramble, our dancing bear").
         if not said and fill.spoken and _PRONOUN.search(line):
             spoken = fill.spoken
-            said = [v for v in enum if _says(v, spoken)] or explained(
+            said = [v for v in enum if says_value(v, spoken)] or explained(
                 param.description, enum, spoken
             )
         kept = [v for v in fill.earlier if v in enum]
         if not said and kept:
             return kept[-1], math.nan
-        values = [v for v in said if _says(v, unnegated(line))] or said or enum
+        values = [v for v in said if says_value(v, unnegated(line))] or said or enum
         if len(values) == 1:
             return values[0], math.nan
     elif param.type == "boolean":
@@ -301,7 +302,7 @@ async def _fill(
         if len(spans) < 2:
             if not spans:
                 return "", None
-            return _with_tool_noun(fill, param, through_name(line, spans[0])), math.nan
+            return _finished(fill, param, spans[0]), math.nan
         choices = [f"{json.dumps(v)[1:]}{end}" for v in spans]
         text = prompt(header, line, opened + '"')
         scores = await backend.score_choices(text, choices, greedy=True, agent_id=agent_id)
@@ -312,7 +313,7 @@ async def _fill(
         if is_message(param, MESSAGE):
             return spans[chosen], margin
         value = widened(line, spans[chosen], fill.avoid | fill.taken, fill.numeric)
-        return _with_tool_noun(fill, param, through_name(line, value)), margin
+        return _finished(fill, param, value), margin
     else:
         counts = [v for v in fill.earlier if is_count(v)]
         # "Twice as long" as the last call is twice its span of time; "twice as many" twice
@@ -358,6 +359,19 @@ def _counts_own(line: str, param: ToolParamDefinition) -> bool:
     return bool(said & units)
 
 
+def _finished(fill: Fill, param: ToolParamDefinition, value: str) -> str:
+    """A string argument's `value` as chosen, made whole: all of a name it stops inside, what
+    the tool calls the thing after it (`_with_tool_noun`), and a person without the "'s" of
+    what is theirs ("my cousin Ysolde's wedding": "cousin Ysolde")."""
+    return _with_tool_noun(fill, param, through_name(fill.line, _as_person(param, value)))
+
+
+def _as_person(param: ToolParamDefinition, value: str) -> str:
+    """`value` without the "'s" of what is theirs, for an argument that names a person."""
+    person = takes_person(param) or describes_person(param)
+    return value[:-2] if person and value.endswith("'s") else value
+
+
 def _with_tool_noun(fill: Fill, param: ToolParamDefinition, value: str) -> str:
     """`value` with what the tool's name calls the thing, where the line says it right after:
     "treasure map" in "this treasure map" for the map `copy_map` copies (not where the
@@ -369,12 +383,3 @@ def _with_tool_noun(fill: Fill, param: ToolParamDefinition, value: str) -> str:
     if after is not None and after.group(1).lower().removesuffix("s") in kind:
         return after.group(0)
     return value
-
-
-def _says(value: str, line: str) -> bool:
-    """Whether `line` names a declared value, as written or in words ("storm_warning": "the
-    storm warning"; "cave-in": "it caved in"; "drydock": "the dry dock")."""
-    if phrase_words(value, line) or phrase_words(value_words(value), line):
-        return True
-    said = [w.lower() for w in WORD.findall(line)]
-    return value.lower() in {a + b for a, b in itertools.pairwise(said)}

@@ -6,18 +6,21 @@ A description tells the two values apart in words: "true to light it, false to p
 when the player says nothing of it (`described_default`). A line is read by which side it
 says, in any words: "Douse the light" and "Turn the lamp off" say "put it out"
 (`polar_words`); "keep the hood down" says what raising it does not (`opposed_sides`); what it
-denies counts for the other side, names say none (`said_sides`).
+denies counts for the other side, names say none (`said_sides`). And which declared value of
+an enum a line names (`says_value`: "the storm warning" says `storm_warning`).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from .calibration import one_line
 from .names import proper_names
 from .numbers import TIMES_OF_DAY
-from .values import DETERMINERS, WORD, words
+from .values import DETERMINERS, WORD, value_words, words
 from .words import STEMMER, word_stems
 
 __all__ = [
@@ -29,6 +32,8 @@ __all__ = [
     "phrase_words",
     "polar_words",
     "said_sides",
+    "says_value",
+    "unaccented",
 ]
 
 
@@ -240,3 +245,18 @@ def said_sides(
         for p, d in zip(told_plain, told_denied, strict=True)
     ]
     return [sides[0] + against[1], sides[1] + against[0]], heard
+
+
+def unaccented(text: str) -> str:
+    """`text` without its accents: "rosé" is "rose", as a declared value is written."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def says_value(value: str, line: str) -> bool:
+    """Whether `line` names a declared value, as written or in words ("storm_warning": "the
+    storm warning"; "cave-in": "it caved in"; "drydock": "the dry dock")."""
+    if phrase_words(value, line) or phrase_words(value_words(value), line):
+        return True
+    said = [w.lower() for w in WORD.findall(line)]
+    return value.lower() in {a + b for a, b in itertools.pairwise(said)}

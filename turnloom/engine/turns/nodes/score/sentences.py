@@ -15,6 +15,7 @@ from .values import WORD, words
 __all__ = [
     "CORRECTION",
     "LEADING",
+    "POINTED_BACK",
     "WHERE_ONE_WILL_BE",
     "asked_order",
     "before_order",
@@ -36,6 +37,13 @@ _SENTENCE_END = re.compile(
 )
 
 
+#: Someone an order points back at, said before: "put her in the vats", "send him on" (not
+#: "her sister").
+POINTED_BACK = re.compile(
+    r"\b(?:him|her|them)\b(?=\s+(?:in|on|at|to|into|onto|up|down|out|off|back|over|instead|too)"
+    r"\b|\s*[,.;!?]|\s*$)",
+    re.IGNORECASE,
+)
 #: A correction of the last call: "Actually, make it urgent", "Make that the blue one", "Sorry,
 #: I meant the west field" (not "don't make it permanent").
 CORRECTION = re.compile(

@@ -2831,3 +2831,17 @@ def test_same_again_for_someone_names_them_and_her_points_back_at_the_last() -> 
     assert finn.arguments["worker"] != "my daughter Lise"
     assert sa._as_person(SEND_CASK.parameters[0], "cousin Ysolde's") == "cousin Ysolde"
     assert sa._as_person(SEND_CASK.parameters[1], "Hob's") == "Hob's"
+
+
+def test_a_line_that_opens_with_a_count_of_what_a_tool_counts_in_orders_it() -> None:
+    casks = tl.ToolDefinition(
+        "send_casks",
+        "Send casks of wine.",
+        [tl.ToolParamDefinition("casks", "integer", "How many casks.")],
+    )
+    assert sw.opens_with_count([casks], "A couple of casks of white for Reeve Aldous, then.")
+    assert sw.opens_with_count([casks], "Half a dozen casks, please.")
+    assert not sw.opens_with_count([casks], "My uncle drank three casks a week.")
+    # The scripted request step hears talk in a line with "lovely" in it.
+    (call,) = _calls_after([casks], [("Two casks for my lovely uncle.", None)])
+    assert call.arguments == {"casks": 2}

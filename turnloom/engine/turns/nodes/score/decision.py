@@ -77,6 +77,7 @@ from .words import (
     WORDS_WEIGHT,
     counted_words,
     counts_in_units,
+    opens_with_count,
     opens_with_verb,
     people_words,
     place_words,
@@ -281,8 +282,9 @@ async def decide_by_score(
     # tannery.", "Print me a gross of bills: '...'") asks for something, however sure the
     # request step is that its news is talk.
     requested = requested or (not question and any(gives_order(s) for s in said))
-    # So does one that asks politely: "please", "would you mind...".
-    requested = requested or _POLITE.search(line) is not None
+    # So does one that asks politely ("please", "would you mind..."), or opens with a count of
+    # what a tool counts in ("A couple of casks of white for Reeve Aldous, then.").
+    requested = requested or _POLITE.search(line) is not None or opens_with_count(tools, line)
     # "Same for the Gravedigger, he's gone home sick." right after a call asks for that call
     # again, however much its reason reads as news.
     same = after and _SAME.match(line) is not None

@@ -54,7 +54,7 @@ from functools import lru_cache
 import snowballstemmer
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
-from .numbers import DAY_SPANS, TIME_UNITS, counts_days, singular
+from .numbers import COUNTS, DAY_SPANS, TIME_UNITS, counts_days, is_number, singular
 from .sentences import LEADING
 from .strings import MESSAGE
 from .values import (
@@ -78,6 +78,7 @@ __all__ = [
     "WORDS_WEIGHT",
     "counted_words",
     "counts_in_units",
+    "opens_with_count",
     "opens_with_verb",
     "people_words",
     "place_words",
@@ -257,6 +258,17 @@ def counts_in_units(tools: Sequence[ToolDefinition], line: str) -> bool:
         if stems and any(_counts_in(tool, noun, stems) for tool in tools):
             return True
     return False
+
+
+def opens_with_count(tools: Sequence[ToolDefinition], line: str) -> bool:
+    """Whether `line` opens with a count of what a tool counts in, no verb before it ("One jar
+    of honey", "A couple of casks of white for Reeve Aldous, then", "Half a dozen, please";
+    not "My old nag ate three scoops of oats a day"): an order without a verb."""
+    said = [w.lower() for w in WORD.findall(line)[:3]]
+    counted = bool(said) and (
+        is_number(said[0]) or (said[0] in ("a", "half") and any(w in COUNTS for w in said[1:]))
+    )
+    return counted and counts_in_units(tools, line)
 
 
 def _numeric(tool: ToolDefinition) -> list[ToolParamDefinition]:

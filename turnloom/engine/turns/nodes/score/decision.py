@@ -21,8 +21,9 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    counts in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after
    a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). So, however
    sure the step is that it is talk, is a line with an order in so many words ("Put 3 hounds
-   on the trail of the thief. He ran off past the tannery."; not "Take care.") or one that
-   asks politely ("..., please.", "Would you mind drawing a chart...?"). A line that
+   on the trail of the thief. He ran off past the tannery."; not "Take care."), one that
+   asks politely ("..., please.", "Would you mind drawing a chart...?") and one that opens
+   with a count of what a tool counts in ("A couple of casks of white, then."). A line that
    opens with a tool's verb and reads as talk has its first sentence asked alone: an order
    followed by news ("Send a dozen guards to the market. The harvest fair is starting.")
    reads as news whole. An order with

@@ -3,7 +3,10 @@ that closes it, without a sentence that only tells where the speaker will be (be
 request step asks about it: `request`); the clause that gives the order, and the words given
 after what they are called, or the sentence an order points at ("The bridge is shut. Cry it at
 the quay.", for a free-text argument: `strings`); and whether it corrects ("Actually, make it
-seven."), changes or repeats the last call ("No wait — give it out on the quay").
+seven."), changes or repeats the last call ("No wait — give it out on the quay"). Whether a
+sentence gives an order in so many words ("Put 3 hounds on the trail": `gives_order`), where a
+message ends before an order to its carrier (", and bring me back word": `before_order`), and
+whom an order points back at ("put her in the vats": `POINTED_BACK`).
 """
 
 from __future__ import annotations

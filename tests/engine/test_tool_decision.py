@@ -2845,3 +2845,9 @@ def test_a_line_that_opens_with_a_count_of_what_a_tool_counts_in_orders_it() -> 
     # The scripted request step hears talk in a line with "lovely" in it.
     (call,) = _calls_after([casks], [("Two casks for my lovely uncle.", None)])
     assert call.arguments == {"casks": 2}
+
+
+def test_name_s_says_is_not_whose() -> None:
+    assert sn_names.owns("Keep them for Widow Greaves's boy.", "Widow Greaves")
+    assert not sn_names.owns("Put my 2 bottles in the cellar. name's Dace", "name")
+    assert not sn_names.owns("That's mine.", "That")

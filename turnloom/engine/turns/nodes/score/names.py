@@ -220,8 +220,14 @@ def is_owner(param: ToolParamDefinition) -> bool:
 
 
 def owns(line: str, value: str) -> bool:
-    """Whether `line` says `value` owns something: "'s" right after it ("Widow Greaves's")."""
+    """Whether `line` says `value` owns something ("Widow Greaves's"), not is ("name's Dace")."""
+    if value.lower() in _IS_SAID:
+        return False
     return re.search(rf"{re.escape(value)}'s?(?![\w'-])", line) is not None
+
+
+#: Words whose "'s" is "is": "name's Dace", "it's", "that's".
+_IS_SAID = frozenset(WORD.findall("name it that he she there here what who where this"))
 
 
 #: Someone said with who they are to the speaker ("my husband Bram", "her sister Wenna").

@@ -280,8 +280,10 @@ async def _fill(
             return (fill.earlier[-1], math.nan) if fill.earlier else (default, None)
         # A line that says outright how urgent it is says so: "No hurry, but...", "Cry it
         # right now".
-        if is_urgency(param) and (says_unhurried(line) or says_urgent(line)):
-            return not says_unhurried(line), math.nan
+        if is_urgency(param) and says_unhurried(line):
+            return False, math.nan
+        if is_urgency(param) and says_urgent(line):
+            return True, math.nan
     if param.type == "boolean" or enum:
         choices = [f"{json.dumps(v)}{end}" for v in values]
         # Calibrated on the examples alone: the value an earlier call gave stays likelier

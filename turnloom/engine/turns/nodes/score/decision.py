@@ -313,16 +313,13 @@ async def decide_by_score(
         requested = False
     # A question that asks to be told something ("How many berths are there?"), not for
     # something ("Could you..."), can only call a tool that looks it up.
-    only_lookups = not requested or (
-        question and (not _ASKS_FOR.search(line) or bool(_ASKS_LEAVE.search(line)))
-    )
     asks_for = _ASKS_FOR.search(line) is not None
-    lookups = {
-        i
-        for i, tool in enumerate(tools)
-        if _first_verb(tool) in _LOOKUP_VERBS or (asks_for and _first_verb(tool) in _EXAMINE_VERBS)
-    }
-    lookups = lookups if only_lookups else set()
+    only_lookups = not requested or (question and (not asks_for or bool(_ASKS_LEAVE.search(line))))
+    # Or, for a question that asks for something, one that examines what the player brings.
+    answering = _LOOKUP_VERBS | _EXAMINE_VERBS if asks_for else _LOOKUP_VERBS
+    lookups = set()
+    if only_lookups:
+        lookups = {i for i, tool in enumerate(tools) if _first_verb(tool) in answering}
     if only_lookups and not (lookups and question):
         return ScoreDecision(no_call, diagnostics)
     # What the line names, and what it counts ("2 torches") where a tool takes a count of it.

@@ -26,6 +26,7 @@ __all__ = [
     "labelled",
     "opens_with_correction",
     "order_clause",
+    "past_leading",
     "pointed_at",
     "redoes",
     "sentences",
@@ -87,12 +88,17 @@ _SAYINGS = re.compile(
 )
 
 
+def past_leading(said: list[str], leading: frozenset[str] = LEADING) -> list[str]:
+    """A sentence's words `said` from its verb on, past the words `leading` it (`LEADING`)."""
+    while len(said) > 1 and said[0].lower() in leading:
+        said = said[1:]
+    return said
+
+
 def gives_order(sentence: str) -> bool:
     """Whether `sentence` opens with an order's verb (`_ORDER_VERBS`, after a word that only
     softens or times it) and is no saying ("Take care.") nor question."""
-    said = WORD.findall(sentence)
-    while len(said) > 1 and said[0].lower() in _BEFORE_ORDER:
-        said = said[1:]
+    said = past_leading(WORD.findall(sentence), _BEFORE_ORDER)
     if not said or said[0].lower() not in _ORDER_VERBS or sentence.rstrip().endswith("?"):
         return False
     return _SAYINGS.match(sentence, sentence.find(said[0])) is None

@@ -194,13 +194,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     )
     # A line that says no place, nor names one, goes where the last call went ("And we'll
     # want him to bring us back too."; "My brother Edric wants one too" names a person).
-    names = [v for v in found if capitalised(fill.line, v) and not is_kin(fill.line, v)]
+    named_anew = [v for v in found if capitalised(fill.line, v)]  # "my brother Finn" too
+    names = [v for v in named_anew if not is_kin(fill.line, v)]
     # "Same again for my sister Wenna" names where anew.
     if a_place and kept and not anew and not names and not corrected and not same:
         return kept[-1:]
     # A person the line points back at is the last call's ("Actually, put her in the vats
     # instead.").
-    named_anew = any(capitalised(fill.line, v) for v in found)  # "my brother Finn" too
     if whom and kept and POINTED_BACK.search(fill.line) and not named_anew and not same:
         return kept[-1:]
     earlier = [] if ((named or someone) and not reasons_only) or anew else kept

@@ -55,7 +55,7 @@ import snowballstemmer
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from .numbers import COUNTS, DAY_SPANS, TIME_UNITS, counts_days, is_number, singular
-from .sentences import LEADING
+from .sentences import past_leading
 from .strings import MESSAGE
 from .values import (
     FILLER,
@@ -185,11 +185,8 @@ def refuses(tool: ToolDefinition, line: str) -> bool:
 def opens_with_verb(tools: Sequence[ToolDefinition], line: str) -> bool:
     """Whether `line`'s first word is, as written, the first word of a tool's name or
     description (its verb: "Test these mushrooms." for test_sample)."""
-    said = WORD.findall(line)
-    # After a word that only softens or times it (`sentences.LEADING`).
-    while len(said) > 1 and said[0].lower() in LEADING:
-        said = said[1:]
-    first = said[:1]
+    # After a word that only softens or times it ("Just wash these shirts").
+    first = past_leading(WORD.findall(line))[:1]
     if not first:
         return False
     verbs: set[str] = set()

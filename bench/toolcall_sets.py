@@ -432,6 +432,7 @@ KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
 APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
 CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
 VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
+FALCONER = load_set(_DATA / "falconer_sealed.json")
 
 SETS = {
     s.name: s
@@ -465,5 +466,6 @@ SETS = {
         APIARY,
         CRIER,
         VINEYARD,
+        FALCONER,
     )
 }

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Twenty-nine sets, each with its own tools (string, integer, boolean and enum arguments between
+Thirty sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -121,6 +121,11 @@ not intent:
   written sealed the same way, kept out of every run until it judged the code as it stood
   after crier's rules and the orders, polite asks, urgency words and names that followed, a
   development set since.
+- **falconer** (`data/falconer_sealed.json`, 60 lines, 6 tools, the falconer and keeper of a
+  castle's mews; sha256 a17a32fc10872b6cc7ad2cea960f901312c17385ad47829a20341272c0c5b8c9):
+  written sealed the same way, kept out of every run until it judged the code as it stood
+  after vineyard's rules (accents, "same again for", whom an order points back at, counts
+  that open a line, "name's"), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -432,7 +437,7 @@ KENNEL = load_set(_DATA / "kennel_sealed.json", _JUDGED)
 APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
 CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
 VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
-FALCONER = load_set(_DATA / "falconer_sealed.json")
+FALCONER = load_set(_DATA / "falconer_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

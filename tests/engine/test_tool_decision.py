@@ -493,7 +493,7 @@ def test_a_question_calls_only_a_tool_that_looks_something_up() -> None:
     assert (call.tool_name, call.arguments) == ("check_stock", {"item": "swords"})
     # Moving answers no question, whatever the question names.
     assert run(scorer, params, "is the move north long?")["calls"] == []
-    assert [td._first_verb(t) in td._LOOKUP_VERBS for t in (CHECK_STOCK, MOVE, GIVE)] == [
+    assert [tp.first_verb(t) in td._LOOKUP_VERBS for t in (CHECK_STOCK, MOVE, GIVE)] == [
         True,
         False,
         False,
@@ -2829,8 +2829,12 @@ def test_same_again_for_someone_names_them_and_her_points_back_at_the_last() -> 
     # "them" may be the things: a line naming someone anew does not keep the last one.
     (finn,) = _calls_after([PICKER], [("My brother Finn, put them in the vats too.", lise)])
     assert finn.arguments["worker"] != "my daughter Lise"
-    assert sa._as_person(SEND_CASK.parameters[0], "cousin Ysolde's") == "cousin Ysolde"
-    assert sa._as_person(SEND_CASK.parameters[1], "Hob's") == "Hob's"
+    line = "My cousin Ysolde's wedding is on Saturday; Lady Anwen's page, Tamsin, will come."
+    assert sa._as_person(SEND_CASK.parameters[0], "cousin Ysolde's", line) == "cousin Ysolde"
+    assert sa._as_person(SEND_CASK.parameters[1], "Hob's", line) == "Hob's"
+    # One of theirs named after it is the person: "Lady Anwen's page".
+    page = sa._as_person(SEND_CASK.parameters[0], "Lady Anwen's", line)
+    assert page == "Lady Anwen's page"
 
 
 def test_a_line_that_opens_with_a_count_of_what_a_tool_counts_in_orders_it() -> None:
@@ -2851,3 +2855,86 @@ def test_name_s_says_is_not_whose() -> None:
     assert sn_names.owns("Keep them for Widow Greaves's boy.", "Widow Greaves")
     assert not sn_names.owns("Put my 2 bottles in the cellar. name's Dace", "name")
     assert not sn_names.owns("That's mine.", "That")
+
+
+SEND_BIRD = tl.ToolDefinition(
+    "send_message",
+    "Send a messenger bird to carry a message.",
+    [
+        tl.ToolParamDefinition("recipient", "string", "Who the message goes to."),
+        tl.ToolParamDefinition(
+            "wait_for_reply",
+            "boolean",
+            "True to have the bird wait at the far end and carry the answer back; false (the "
+            "default) to send the message one way only.",
+        ),
+    ],
+)
+
+
+def test_what_the_tool_does_to_what_says_no_side_of_its_flags() -> None:
+    told = sb.object_words(SEND_BIRD.description, {"wait", "for", "reply"})
+    assert {"bird", "birds", "messenger"} <= told and "wait" not in told
+    # Words that set going or stop tell a flag's sides apart, wherever they are.
+    assert not {"light", "out"} & sb.object_words("Light the lamp or put it out.", {"lit"})
+    # "bird" is said by any call of the tool, and "for" says no flag named "wait_for_reply":
+    # the flag is unsaid, so its described default.
+    lines = [("Send a bird to my uncle Bram for the feast.", None), ("Send a bird to Bram.", None)]
+    for call in _calls_after([SEND_BIRD], lines):
+        assert call.arguments["wait_for_reply"] is False
+    (waits,) = _calls_after([SEND_BIRD], [("Send a bird to Bram and have it wait.", None)])
+    assert waits.arguments["wait_for_reply"] is True
+
+
+def test_no_i_dont_need_one_declines() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    assert run(scorer, node(), "No, I don't need two apples today.")["calls"] == []
+    (call,) = run(scorer, node(), "I need two apples today.")["calls"]
+    assert call.tool_name == "give_item"
+
+
+def test_a_yes_or_no_question_without_its_mark_asks_nothing() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    assert run(scorer, node(), "is the apple fresh today")["calls"] == []
+
+
+def test_a_word_every_value_explains_tells_none_apart_possessive_or_not() -> None:
+    gear = "'hood' covers a bird's eyes, 'glove' is for the hand the bird stands on"
+    assert sv.explained(gear, ["hood", "glove"], "I've got two birds now.") == []
+    assert sv.explained(gear, ["hood", "glove"], "Something for my hand.") == ["glove"]
+
+
+def test_a_correction_gives_the_first_count_its_number() -> None:
+    apples = _after_call("Three apples.", "give_item", {"item": "apple", "count": 3})
+    (call,) = _calls_after(TOOLS, [("Actually make it five, we're two now.", apples)])
+    assert call.arguments["count"] == 5
+
+
+TEACH = tl.ToolDefinition(
+    "teach_falconry",
+    "Give someone lessons in falconry.",
+    [
+        tl.ToolParamDefinition("student", "string", "Who takes the lessons."),
+        tl.ToolParamDefinition(
+            "own_bird",
+            "boolean",
+            "True if the student brings their own bird; false (the default) to use ours.",
+        ),
+    ],
+)
+BOARD = tl.ToolDefinition(
+    "board_bird",
+    "Take in a visitor's own bird and look after it.",
+    [tl.ToolParamDefinition("kind", "string", "What bird.", enum=["falcon", "hawk", "owl"])],
+)
+
+
+def test_and_going_on_in_a_flags_words_follows_the_last_call() -> None:
+    assert sb.says_a_flag(TEACH, "Oh, and I'll bring my own hawk.")
+    assert not sb.says_a_flag(TEACH, "And board my hawk, it's my own.")
+    gil = _after_call(
+        "Four lessons for Gil.", "teach_falconry", {"student": "Gil", "own_bird": False}
+    )
+    (call,) = _calls_after([BOARD, TEACH], [("Oh, and I'll bring my own hawk.", gil)])
+    assert call.tool_name == "teach_falconry"
+    assert call.arguments["own_bird"] is True

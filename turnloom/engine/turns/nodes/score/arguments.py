@@ -95,6 +95,7 @@ from .booleans import (
     boolean_phrases,
     denied_clauses,
     described_default,
+    object_words,
     polar_words,
     said_sides,
     says_value,
@@ -110,7 +111,7 @@ from .calibration import (
     says_urgent,
     urgency_margin,
 )
-from .names import through_name
+from .names import KIN, through_name
 from .numbers import (
     TIME_UNITS,
     against_last,
@@ -269,13 +270,16 @@ async def _fill(
         # whichever value is meant ("Hire a guide", "Open a portal" for `keep_open`): a side is
         # told by the rest of its phrase, this argument's own name with it ("the person must be
         # brought in alive" for `alive_only`: "taken alive").
+        # Nor do the words of what the tool does to what ("the bird" of a messenger bird).
         heard = re.sub(fill.tool_name_pattern, "thing", line, flags=re.IGNORECASE)
-        named, heard = said_sides(phrases, denied, heard, param.description, fill.avoid - flag)
-        # A flag the line says nothing of, not even its name, keeps an earlier call's value
-        # ("so three of us" after a portal), else is the default its description names ("false
-        # (the default) if they just deliver it").
+        avoid = fill.avoid - flag | object_words(fill.tool_description, flag)
+        named, heard = said_sides(phrases, denied, heard, param.description, avoid)
+        # A flag the line says nothing of, not even its name (every word of it but "for"...),
+        # keeps an earlier call's value ("so three of us" after a portal), else is the default
+        # its description names ("false (the default) if they just deliver it").
         default = described_default(param.description)
-        unsaid = not any(named) and not flag & words_of(heard)
+        name = flag - FILLER
+        unsaid = not any(named) and not (name and name <= words_of(heard))
         if unsaid and not is_urgency(param) and (fill.earlier or default is not None):
             return (fill.earlier[-1], math.nan) if fill.earlier else (default, None)
         # A line that says outright how urgent it is says so: "No hurry, but...", "Cry it
@@ -331,6 +335,11 @@ async def _fill(
         if correcting and not _counts_own(line, param):
             return counts[-1], math.nan
         timed = fill.time_elsewhere
+        # The first count's correction says it ("Actually make it five, I've got two birds").
+        corrected = CORRECTION.search(line) if not fill.later_count else None
+        made = numbers(corrected.group(1), param, time_elsewhere=timed) if corrected else []
+        if len(made) == 1:
+            return made[0], math.nan
         values = numbers(unnegated(line), param, time_elsewhere=timed) or numbers(
             line, param, time_elsewhere=timed
         )  # "four, not five"
@@ -365,13 +374,17 @@ def _finished(fill: Fill, param: ToolParamDefinition, value: str) -> str:
     """A string argument's `value` as chosen, made whole: all of a name it stops inside, what
     the tool calls the thing after it (`_with_tool_noun`), and a person without the "'s" of
     what is theirs ("my cousin Ysolde's wedding": "cousin Ysolde")."""
-    return _with_tool_noun(fill, param, through_name(fill.line, _as_person(param, value)))
+    value = _as_person(param, value, fill.line)
+    return _with_tool_noun(fill, param, through_name(fill.line, value))
 
 
-def _as_person(param: ToolParamDefinition, value: str) -> str:
-    """`value` without the "'s" of what is theirs, for an argument that names a person."""
-    person = takes_person(param) or describes_person(param)
-    return value[:-2] if person and value.endswith("'s") else value
+def _as_person(param: ToolParamDefinition, value: str, line: str) -> str:
+    """`value` without the "'s" of what is theirs, for an argument that names a person, but
+    with the one of theirs it names ("Lady Anwen's page")."""
+    if not (takes_person(param) or describes_person(param)) or not value.endswith("'s"):
+        return value
+    theirs = re.search(rf"(?<![\w'-]){re.escape(value)}\s+{KIN}\b", line, re.IGNORECASE)
+    return theirs.group(0) if theirs else value[:-2]
 
 
 def _with_tool_noun(fill: Fill, param: ToolParamDefinition, value: str) -> str:

@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from ....graph.params import ToolDefinition
 from .calibration import one_line
 from .names import proper_names
 from .numbers import TIMES_OF_DAY
@@ -28,10 +29,12 @@ __all__ = [
     "boolean_phrases",
     "denied_clauses",
     "described_default",
+    "object_words",
     "opposed_sides",
     "phrase_words",
     "polar_words",
     "said_sides",
+    "says_a_flag",
     "says_value",
     "unaccented",
 ]
@@ -193,6 +196,31 @@ def _polar_stems(text: str) -> set[str]:
         if side and before not in DETERMINERS and not (stem == "out" and after == "of"):
             found.add(side)  # not "the light", nor "out of oil"
     return found
+
+
+def object_words(tool_description: str, flag: set[str]) -> frozenset[str]:
+    """The words of a tool's description that say no side of one of its flags: any call of the
+    tool may say them ("Send a bird to my uncle" against "true to have the bird wait at the far
+    end and carry the answer back"). Not the flag's own name's, nor those that set going or
+    stop, raise or lower, which tell sides apart ("Light the lamp or put it out")."""
+    named = {STEMMER.stemWord(w) for w in flag}
+    found: set[str] = set()
+    for word in WORD.findall(tool_description.lower()):
+        stem = STEMMER.stemWord(word)
+        if stem not in named and stem not in _SIDES and word not in _POLAR:
+            found |= {word, word + "s", word.removesuffix("s")}
+    return frozenset(found)
+
+
+def says_a_flag(tool: ToolDefinition, line: str) -> bool:
+    """Whether `line` says a side of one of `tool`'s flags, two words of its phrase or more
+    ("I'll bring my own hawk" against "true if the student brings their own bird")."""
+    return any(
+        phrase_words(phrase, line) > 1
+        for param in tool.parameters
+        if param.type == "boolean"
+        for phrase in boolean_phrases(param.description, tool.description)
+    )
 
 
 def phrase_words(phrase: str, line: str) -> int:

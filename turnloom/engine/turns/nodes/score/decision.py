@@ -69,11 +69,12 @@ from ....inference.base import ModelBackend
 from ....tools.parsing import ParsedCall, ParseOutcome
 from ...dialog.projection import Interaction
 from .arguments import fill_arguments
+from .booleans import says_a_flag
 from .calibration import best, calibrated_scores
 from .request import SURE, request_margin
 from .sentences import gives_order, opens_with_correction, sentences
-from .tool_prompt import tool_header, tool_labels
-from .values import MORE, WORD, enum_values
+from .tool_prompt import first_verb, last_call_of, tool_header, tool_labels
+from .values import MORE, enum_values
 from .words import (
     WORDS_WEIGHT,
     counted_words,
@@ -147,10 +148,10 @@ _TELL_ME = re.compile(
     re.IGNORECASE,
 )
 #: A line that opens by withdrawing, forbidding or declining ("Never mind, ...", "Don't send
-#: anything yet", "I don't need a room, I'm camping by the stream."; not "Don't forget to...").
+#: anything yet", "No, I don't need a room, I'm camping."; not "Don't forget to...").
 _WITHDRAWS = re.compile(
     r"\W*(?:never\s*mind\b|(?:don't|do\s+not)\s+(?!forget\b)|no\s+need\b"
-    r"|(?:i|we)\s+(?:don't|do\s+not)\s+(?:need|want)\b)",
+    r"|(?:(?:no|nah)\W+)?(?:i|we)\s+(?:don't|do\s+not)\s+(?:need|want)\b)",
     re.I,
 )
 #: A line that is one question about what would happen if: "If I bought twenty stamps, would
@@ -174,6 +175,11 @@ _WANTED = re.compile(
 _ASKED = re.compile(
     r"\W*(?:what|how|why|where|when|who|which)"
     r"(?:\s+(?:do|does|did|is|are|was|were|has|have)\b|'s\b|'re\b)",
+    re.IGNORECASE,
+)
+#: A question of yes or no written without its mark ("is the castle open to visitors today").
+_ASKED_IF = re.compile(
+    r"\W*(?:is|are|was|were|has)\s+(?:the|a|an|your|my|it|there|this|that|he|she|they)\b",
     re.IGNORECASE,
 )
 #: A question asking the NPC to do something to a thing or someone in particular ("Burned my
@@ -248,7 +254,7 @@ async def decide_by_score(
     no_call = ParseOutcome((), "", ())
     # Typographic apostrophes are the plain one ("Widow\u2019s Seam" is "Widow's Seam").
     line = line.replace("\u2019", "'").replace("\u2018", "'")
-    last_call = _last_call(dialog[-1]) if dialog else None
+    last_call = last_call_of(dialog[-1]) if dialog else None
     after = last_call is not None
     asks = await request_margin(backend, line, agent_id, after_call=after)
     diagnostics: dict[str, Any] = {"request": round(asks, 3)}
@@ -264,6 +270,7 @@ async def decide_by_score(
     wanted = any(orders[1:]) or any(_WANTED.search(s) for s in said[1:])
     question = (bool(said) and asked[-1]) or (asked[:1] == [True] and not wanted)
     question = question or bool(_ASKED.match(line))
+    question = question or ("?" not in line and _ASKED_IF.match(line) is not None)
     if len(said) > 1 and orders[0] and asks <= 0 and not question:
         # An order whose reason is news reads as news whole ("Send a dozen guards through
         # the market square. The harvest fair is starting."): its first sentence is asked
@@ -319,13 +326,17 @@ async def decide_by_score(
     answering = _LOOKUP_VERBS | _EXAMINE_VERBS if asks_for else _LOOKUP_VERBS
     lookups = set()
     if only_lookups:
-        lookups = {i for i, tool in enumerate(tools) if _first_verb(tool) in answering}
+        lookups = {i for i, tool in enumerate(tools) if first_verb(tool) in answering}
     if only_lookups and not (lookups and question):
         return ScoreDecision(no_call, diagnostics)
     # What the line names, and what it counts ("2 torches") where a tool takes a count of it.
     named = _named(tools, line)
     names = [tool.name for tool in tools]
     follows = not any(named) or same or corrects or _more_of(tools, line)
+    # So does one going on to say how, in a flag's words ("Oh, and I'll bring my own hawk."
+    # after lessons, against "true if the student brings their own bird").
+    if goes_on and last_call in names:
+        follows = follows or says_a_flag(tools[names.index(last_call)], line)
     if requested and last_call in names and follows:
         # A request right after a call that names no tool follows that call up ("And four
         # more.", "Now put it out again."): the same tool, its arguments read anew; so does
@@ -380,15 +391,3 @@ def _named(tools: Sequence[ToolDefinition], line: str) -> list[float]:
     a count of it ("2 torches")."""
     counted = counted_words(tools, line)
     return [w + c for w, c in zip(shared_words(tools, line), counted, strict=True)]
-
-
-def _last_call(past: Interaction) -> str | None:
-    """The name of the last tool `past` called, or None."""
-    calls = [call for m in past.messages for call in m.get("tool_calls") or ()]
-    return str((calls[-1].get("function") or {}).get("name")) if calls else None
-
-
-def _first_verb(tool: ToolDefinition) -> str:
-    """The first word of `tool`'s description, lowercase: what it does."""
-    first = WORD.findall(tool.description.lower())[:1]
-    return first[0] if first else ""

@@ -128,7 +128,7 @@ LET_KNOW = re.compile(r"\blet\s+(?!me\b|us\b)((?:[\w'-]+\s+){1,6}?)know\b", re.I
 #: Someone a line may name right after saying who they are to someone ("her sister, Wenna").
 KIN = (
     r"(?:sister|brother|wife|husband|son|daughter|mother|father|friend|cousin|uncle|aunt|"
-    r"nephew|niece|partner|master|mistress|apprentice|servant)s?"
+    r"nephew|niece|partner|master|mistress|apprentice|servant|page|squire|steward|maid)s?"
 )
 
 

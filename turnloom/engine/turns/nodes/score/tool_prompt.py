@@ -21,6 +21,8 @@ __all__ = [
     "EXAMPLES",
     "NO_TOOL_EXAMPLES",
     "REMARKS",
+    "first_verb",
+    "last_call_of",
     "last_exchange",
     "recent_calls",
     "tool_header",
@@ -141,3 +143,15 @@ def recent_calls(dialog: Sequence[Interaction], tool: ToolDefinition) -> str:
         parts.append(text)
         used += len(text)
     return "".join(reversed(parts))
+
+
+def last_call_of(past: Interaction) -> str | None:
+    """The name of the last tool `past` called, or None."""
+    calls = [call for m in past.messages for call in m.get("tool_calls") or ()]
+    return str((calls[-1].get("function") or {}).get("name")) if calls else None
+
+
+def first_verb(tool: ToolDefinition) -> str:
+    """The first word of `tool`'s description, lowercase: what it does."""
+    first = WORD.findall(tool.description.lower())[:1]
+    return first[0] if first else ""

@@ -144,9 +144,10 @@ def explained(description: str, enum: Sequence[str], line: str) -> list[str]:
 
 
 def _content(text: str) -> set[str]:
-    """The words of `text` that are no filler, lowercase and singular ("hulls": "hull"), and
-    the time of day a word says (`TIMES_OF_DAY`: "tonight" is in the evening)."""
-    found = {singular(w) for w in {w.lower() for w in WORD.findall(text)} - FILLER}
+    """The words of `text` that are no filler, lowercase, singular and not possessive ("hulls",
+    "hull's": "hull"), and the time of day a word says (`TIMES_OF_DAY`: "tonight": evening)."""
+    said = {w.lower() for w in WORD.findall(text)} - FILLER
+    found = {singular(w.removesuffix("'s")) for w in said}
     return found | {TIMES_OF_DAY[w] for w in found if w in TIMES_OF_DAY}
 
 

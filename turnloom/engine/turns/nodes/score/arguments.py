@@ -379,12 +379,12 @@ def _finished(fill: Fill, param: ToolParamDefinition, value: str) -> str:
 
 
 def _as_person(param: ToolParamDefinition, value: str, line: str) -> str:
-    """`value` without the "'s" of what is theirs, for an argument that names a person, but
-    with the one of theirs it names ("Lady Anwen's page")."""
-    if not (takes_person(param) or describes_person(param)) or not value.endswith("'s"):
+    """`value` without the "'s" of what is theirs, for an argument that names a person."""
+    if not (takes_person(param) or describes_person(param)):
         return value
-    theirs = re.search(rf"(?<![\w'-]){re.escape(value)}\s+{KIN}\b", line, re.IGNORECASE)
-    return theirs.group(0) if theirs else value[:-2]
+    owner = value.removesuffix("'s")  # and one of theirs is "Lady Anwen's page"
+    theirs = re.search(rf"(?<![\w'-]){re.escape(owner)}'s\s+{KIN}\b", line, re.IGNORECASE)
+    return theirs.group(0) if theirs else owner
 
 
 def _with_tool_noun(fill: Fill, param: ToolParamDefinition, value: str) -> str:

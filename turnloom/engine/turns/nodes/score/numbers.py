@@ -300,11 +300,11 @@ TIMES_OF_DAY = {
 
 #: Words between a number and its unit of time that leave the span as it is ("a whole day").
 _WHOLE = frozenset(["whole", "full", "entire"])
-#: The people of a party a line lists with the speaker: "me and my wife", "my brother and
-#: I", "me, my wife and our son".
+#: The people of a party a line lists with the speaker: "me and my wife" ("me n my wife"),
+#: "my brother and I", "me, my wife and our son".
 _PARTY = re.compile(
-    r"\b(?:me|myself|i)(?:\s*,\s*(?:my|our)\s+[\w'-]+)*\s+and\s+(?:my|our)\s+[\w'-]+"
-    r"|\b(?:my|our)\s+[\w'-]+(?:\s*,\s*(?:my|our)\s+[\w'-]+)*\s+and\s+(?:me|myself|i)\b",
+    r"\b(?:me|myself|i)(?:\s*,\s*(?:my|our)\s+[\w'-]+)*\s+(?:and|n|&)\s+(?:my|our)\s+[\w'-]+"
+    r"|\b(?:my|our)\s+[\w'-]+(?:\s*,\s*(?:my|our)\s+[\w'-]+)*\s+(?:and|n|&)\s+(?:me|myself|i)\b",
     re.IGNORECASE,
 )
 

@@ -438,6 +438,7 @@ APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
 CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
 VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
 FALCONER = load_set(_DATA / "falconer_sealed.json", _JUDGED)
+GLASSWORKS = load_set(_DATA / "glassworks_sealed.json")
 
 SETS = {
     s.name: s
@@ -472,5 +473,6 @@ SETS = {
         CRIER,
         VINEYARD,
         FALCONER,
+        GLASSWORKS,
     )
 }

@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Thirty sets, each with its own tools (string, integer, boolean and enum arguments between
+Thirty-one sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -126,6 +126,12 @@ not intent:
   written sealed the same way, kept out of every run until it judged the code as it stood
   after vineyard's rules (accents, "same again for", whom an order points back at, counts
   that open a line, "name's"), a development set since.
+- **glassworks** (`data/glassworks_sealed.json`, 60 lines, 6 tools, the glassworks of a river
+  town; sha256 f89bf71e092cbce88ae41c32271e64bdef21d2f46f398e7061d8921f77d8e372): written
+  sealed the same way, kept out of every run until it judged the code as it stood after
+  falconer's rules (what a tool does to what says no side of a flag, declining with "No, I
+  don't need", corrections of a first count, "X's page", parties said in chat), a
+  development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -438,7 +444,7 @@ APIARY = load_set(_DATA / "apiary_sealed.json", _JUDGED)
 CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
 VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
 FALCONER = load_set(_DATA / "falconer_sealed.json", _JUDGED)
-GLASSWORKS = load_set(_DATA / "glassworks_sealed.json")
+GLASSWORKS = load_set(_DATA / "glassworks_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

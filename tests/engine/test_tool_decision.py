@@ -1678,12 +1678,12 @@ GUIDE = tl.ToolDefinition(
 def test_an_enum_value_is_named_by_its_explanation_and_an_earlier_one_stays() -> None:
     route = GUIDE.parameters[0]
     enum = ["dunes", "wadi", "coast"]
-    assert sv.explained(route.description, enum, "My brother is sick in Tal Harir.") == ["dunes"]
-    assert sv.explained(route.description, enum, "Along the dry riverbed, please.") == ["wadi"]
-    assert sv.explained(route.description, enum, "Actually, one way only.") == []
+    assert sb.explained(route.description, enum, "My brother is sick in Tal Harir.") == ["dunes"]
+    assert sb.explained(route.description, enum, "Along the dry riverbed, please.") == ["wadi"]
+    assert sb.explained(route.description, enum, "Actually, one way only.") == []
     # Words every explanation has ("to", "the") name none; a value said outright is not needed.
     harbour = "merchant for the merchant quay, drydock for the dry dock where hulls are repaired"
-    assert sv.explained(harbour, ["merchant", "drydock"], "Her hull is cracked.") == ["drydock"]
+    assert sb.explained(harbour, ["merchant", "drydock"], "Her hull is cracked.") == ["drydock"]
     # A phrase runs to the other value's or the sentence's end, across commas.
     assert sb.boolean_phrases(GUIDE.parameters[1].description) == (
         "the guide returns with them",
@@ -1783,8 +1783,8 @@ def test_what_a_count_is_counted_in_is_not_the_thing_and_quoted_values_are_expla
         "wooden tub upstairs; 'brine' is the sea-water pool down in the cellar."
     )
     enum = ["copper", "cedar", "brine"]
-    assert sv.explained(pools, enum, "A soak in the sea-water pool, please.") == ["brine"]
-    assert sv.explained(pools, enum, "Is the little wooden tub upstairs free?") == ["cedar"]
+    assert sb.explained(pools, enum, "A soak in the sea-water pool, please.") == ["brine"]
+    assert sb.explained(pools, enum, "Is the little wooden tub upstairs free?") == ["cedar"]
 
 
 GATE = tl.ToolDefinition(
@@ -2043,7 +2043,7 @@ def test_an_explanation_may_open_with_any_verb() -> None:
         "gate calling in the crowds; 'groom' mucks out the animals."
     )
     enum = ["roustabout", "barker", "groom"]
-    assert sv.explained(jobs, enum, "I can haul canvas and raise the top.") == ["roustabout"]
+    assert sb.explained(jobs, enum, "I can haul canvas and raise the top.") == ["roustabout"]
 
 
 def test_asking_to_be_told_is_talk_and_a_want_anywhere_is_an_order() -> None:
@@ -2348,10 +2348,10 @@ def test_a_time_of_day_said_in_other_words_explains_its_value() -> None:
         "noon, 'dusk' for evening or nightfall, 'now' for leaving immediately."
     )
     times = ("dawn", "midday", "dusk", "now")
-    assert sv.explained(said, times, "Guide us to the camp tonight once the sun's down.") == [
+    assert sb.explained(said, times, "Guide us to the camp tonight once the sun's down.") == [
         "dusk"
     ]
-    assert sv.explained(said, times, "Lead us out at sunrise.") == ["dawn"]
+    assert sb.explained(said, times, "Lead us out at sunrise.") == ["dawn"]
 
 
 def test_a_default_said_as_what_holds_when_the_visitor_says_nothing() -> None:
@@ -2902,8 +2902,8 @@ def test_a_yes_or_no_question_without_its_mark_asks_nothing() -> None:
 
 def test_a_word_every_value_explains_tells_none_apart_possessive_or_not() -> None:
     gear = "'hood' covers a bird's eyes, 'glove' is for the hand the bird stands on"
-    assert sv.explained(gear, ["hood", "glove"], "I've got two birds now.") == []
-    assert sv.explained(gear, ["hood", "glove"], "Something for my hand.") == ["glove"]
+    assert sb.explained(gear, ["hood", "glove"], "I've got two birds now.") == []
+    assert sb.explained(gear, ["hood", "glove"], "Something for my hand.") == ["glove"]
 
 
 def test_a_correction_gives_the_first_count_its_number() -> None:
@@ -2940,3 +2940,76 @@ def test_and_going_on_in_a_flags_words_follows_the_last_call() -> None:
     (call,) = _calls_after([BOARD, TEACH], [("Oh, and I'll bring my own hawk.", gil)])
     assert call.tool_name == "teach_falconry"
     assert call.arguments["own_bird"] is True
+
+
+def test_an_enum_the_line_names_no_value_of_takes_the_one_its_description_gives() -> None:
+    colour = tl.ToolParamDefinition(
+        "colour",
+        "string",
+        "The colour: 'green' is river-green glass; 'clear' is plain glass, and is the one to "
+        "give when the visitor names no colour; 'blue' is cobalt glass.",
+        enum=["green", "clear", "blue"],
+    )
+    assert sb.described_value(colour.description, colour.enum or []) == "clear"
+    assert sb.described_value("'green' is pale; 'blue' is deep.", ["green", "blue"]) is None
+    jars = tl.ToolDefinition(
+        "sell_jars",
+        "Sell glass jars.",
+        [colour, tl.ToolParamDefinition("count", "integer", "How many jars.")],
+    )
+    plain, blue = _calls_after([jars], [("Five jars.", None), ("Five blue jars.", None)])
+    assert plain.arguments == {"colour": "clear", "count": 5}
+    assert "colour" in plain.unread_arguments
+    assert blue.arguments["colour"] == "blue"
+
+
+def test_not_yet_declines_and_mind_you_cautions() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    for line in ("Oh, not yet. I'll bring my two apples first.", "Not today, two apples is dear."):
+        assert run(scorer, node(), line)["calls"] == [], line
+    # What follows "Mind you" is a caution, talk unless the request step is sure it asks.
+    assert td._OPENS_AS_TALK.match("Mind you don't let the furnace go out tonight.")
+    assert not td._OPENS_AS_TALK.match("Mend my window, you mind?")
+    page = sa._as_person(
+        SEND_CASK.parameters[0], "Widow Tansy", "Put Widow Tansy's grandson Pip down."
+    )
+    assert page == "Widow Tansy's grandson"
+
+
+def test_what_someone_does_themselves_denies_the_flag_that_has_it_done() -> None:
+    phrases = ("fit the gear here at the mews", "hand it over as it is")
+    for line in (
+        "two pairs of jesses pls, ill fit em myself",
+        "Their carpenter will fit them himself.",
+    ):
+        named, _ = sb.said_sides(phrases, sb.denied_clauses(line), line, "", frozenset())
+        assert named[1] > named[0], line
+    assert sb.denied_clauses("A private room all to myself, please.") == ""
+
+
+def test_a_day_names_no_one_anew() -> None:
+    assert not sn_names.capitalised("The barge isn't running till Thursday.", "Thursday")
+    assert sn_names.capitalised("Send them to the Sea Swallow.", "Sea Swallow")
+    panes = tl.ToolDefinition(
+        "deliver_panes",
+        "Send window panes to a person or place.",
+        [
+            tl.ToolParamDefinition("recipient", "string", "The person or place they go to."),
+            tl.ToolParamDefinition("route", "string", "How.", enum=["barge", "cart"]),
+        ],
+    )
+    sent = _after_call("Send panes by barge to my brother Tam.", "deliver_panes",
+                       {"recipient": "my brother Tam", "route": "barge"})  # fmt: skip
+    line = "Actually, send them by cart instead, the barge isn't running till Thursday."
+    (call,) = _calls_after([panes], [(line, sent)])
+    assert call.arguments["recipient"] == "my brother Tam"
+
+
+def test_a_preposition_explains_no_value_and_a_time_of_day_is_said_in_the_plural() -> None:
+    colour = "'clear' is plain glass; 'amber' is honey-brown glass that keeps the sun off"
+    line = "A couple of lanterns. Crate them up, we're off upriver tonight."
+    assert sb.explained(colour, ["clear", "amber"], line) == []
+    phrases = ("for lessons in the evening, after the day's work", "for lessons in the morning")
+    line = "Put Pip down for a fortnight of lessons, one every day, mornings."
+    named, _ = sb.said_sides(phrases, "", line, "", frozenset({"lessons", "lesson"}))
+    assert named[1] > named[0]

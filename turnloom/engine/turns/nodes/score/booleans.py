@@ -6,8 +6,10 @@ A description tells the two values apart in words: "true to light it, false to p
 when the player says nothing of it (`described_default`). A line is read by which side it
 says, in any words: "Douse the light" and "Turn the lamp off" say "put it out"
 (`polar_words`); "keep the hood down" says what raising it does not (`opposed_sides`); what it
-denies counts for the other side, names say none (`said_sides`). And which declared value of
-an enum a line names (`says_value`: "the storm warning" says `storm_warning`).
+denies counts for the other side, names say none (`said_sides`), nor do the words of what the
+tool does to what (`object_words`). And which declared value of an enum a line names
+(`says_value`: "the storm warning" says `storm_warning`), or names the explanation of
+(`explained`), and which holds where it names none (`described_value`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from collections.abc import Sequence
 from ....graph.params import ToolDefinition
 from .calibration import one_line
 from .names import proper_names
-from .numbers import TIMES_OF_DAY
-from .values import DETERMINERS, WORD, value_words, words
+from .numbers import TIMES_OF_DAY, singular
+from .values import DETERMINERS, FILLER, PREPOSITIONS, WORD, value_words, words
 from .words import STEMMER, word_stems
 
 __all__ = [
@@ -29,6 +31,9 @@ __all__ = [
     "boolean_phrases",
     "denied_clauses",
     "described_default",
+    "described_value",
+    "explained",
+    "explanations",
     "object_words",
     "opposed_sides",
     "phrase_words",
@@ -189,8 +194,8 @@ def _polar_stems(text: str) -> set[str]:
         if where and STEMMER.stemWord(before) not in _TAKES_PARTICLE:
             continue
         found |= word_stems(word, _POLAR)
-        if low in TIMES_OF_DAY:  # "tonight" says "the evening show"
-            found.add(TIMES_OF_DAY[low])
+        if (time := TIMES_OF_DAY.get(low) or TIMES_OF_DAY.get(low[:-1])) is not None:
+            found.add(time)  # "tonight" says "the evening show", "mornings" "the morning"
         stem = STEMMER.stemWord(low)
         side = _SIDES.get(stem, "")
         if side and before not in DETERMINERS and not (stem == "out" and after == "of"):
@@ -231,10 +236,13 @@ def phrase_words(phrase: str, line: str) -> int:
 
 #: A clause a line (or a flag's phrase) denies: "won't be returning", "never opens", "don't
 #: light it", "No wax needed", "nothing breakable", "it cannot wait"; to a dash ("Not the
-#: matinee — the evening show").
+#: matinee — the evening show"); and what someone does themselves, not the one asked ("ill fit
+#: em myself", "Their carpenter will fit them himself"; not "all to myself").
 DENIED = re.compile(
     r"\b(?:not|never|no|nothing|without|cannot|won't|wont|don't|dont|didn't|doesn't|isn't"
-    r"|aren't|wasn't|can't|couldn't|shan't|mustn't)\b[^,.;:!?\u2014]*",
+    r"|aren't|wasn't|can't|couldn't|shan't|mustn't)\b[^,.;:!?\u2014]*"
+    r"|\b(?!(?:to|for|by|of|with|at|from|beside)\b)[\w']+\s+(?:(?:it|them|'?em|him|her)\s+)?"
+    r"(?:myself|himself|herself|ourselves|themselves)\b",
     re.IGNORECASE,
 )
 
@@ -288,3 +296,59 @@ def says_value(value: str, line: str) -> bool:
         return True
     said = [w.lower() for w in WORD.findall(line)]
     return value.lower() in {a + b for a, b in itertools.pairwise(said)}
+
+
+def explanations(description: str, enum: Sequence[str]) -> dict[str, str]:
+    """Each declared value's explanation in `description` ("dunes = east across the deep sand
+    to Tal Harir; wadi = north along ...", "merchant for the merchant quay, fishing for ...",
+    "'brine' is the sea-water pool", "'roustabout' hauls canvas"): what follows its mention, up
+    to the next value's."""
+    at = sorted(
+        (m.start(), m.end(), value)
+        for value in enum
+        for m in re.finditer(
+            rf"\b{re.escape(value)}['\"]?\s*(?:=|:|-|for\b|means\b|is\b)"
+            rf"|['\"]{re.escape(value)}['\"]\s",  # "'roustabout' hauls canvas"
+            description,
+        )
+    )
+    told: dict[str, str] = {}
+    for (_, end, value), after in zip(at, [*at[1:], (len(description), 0, "")], strict=False):
+        told[value] = f"{told.get(value, '')} {description[end : after[0]]}"
+    return told
+
+
+def explained(description: str, enum: Sequence[str], line: str) -> list[str]:
+    """The declared values whose explanation (`explanations`) shares the most words with
+    `line`, the words every explanation has aside; [] if none shares any."""
+    told = {value: _content(text) for value, text in explanations(description, enum).items()}
+    common = set.intersection(*told.values()) if len(told) > 1 else set()
+    said = _content(line)
+    shared = {value: len((words - common) & said) for value, words in told.items()}
+    most = max(shared.values(), default=0)
+    return [value for value in enum if most and shared.get(value) == most]
+
+
+#: An enum value's explanation naming it the default: "(the default)", "is the one to give
+#: when the visitor names no colour", "if none is said".
+_VALUE_DEFAULT = re.compile(
+    r"\bdefault\b|\b(?:when|if|unless|where)\b[^;.]*\b(?:no|none|nothing|not|n't)\b",
+    re.IGNORECASE,
+)
+
+
+def described_value(description: str, enum: Sequence[str]) -> str | None:
+    """The declared value `description` says holds when the line names none, if one does
+    ("'clear' is plain glass, and is the one to give when the visitor names no colour")."""
+    found = [
+        v for v, text in explanations(description, enum).items() if _VALUE_DEFAULT.search(text)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _content(text: str) -> set[str]:
+    """The words of `text` that are no filler nor preposition ("off"), lowercase, singular and not
+    possessive ("hull's": "hull"), and the time of day a word says ("tonight": evening)."""
+    said = {w.lower() for w in WORD.findall(text)} - FILLER - PREPOSITIONS
+    found = {singular(w.removesuffix("'s")) for w in said}
+    return found | {TIMES_OF_DAY[w] for w in found if w in TIMES_OF_DAY}

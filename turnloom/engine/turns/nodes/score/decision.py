@@ -135,10 +135,12 @@ _FAREWELLS = (
 )
 #: A line that opens by taking leave, with thanks or a greeting: what follows is a wish or a
 #: remark ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.",
-#: "Peace be upon you, caravan master!"), not an errand, unless the request is sure.
+#: "Peace be upon you, caravan master!", "Mind you don't let the fire go out"), not an errand,
+#: unless the request is sure.
 _OPENS_AS_TALK = re.compile(
     rf"\W*(?:{_FAREWELLS}|thanks|thank you|many thanks|much obliged|cheers|hello|hi|hey|"
-    r"greetings|good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
+    r"greetings|good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you"
+    r"|mind\s+(?:you|how))\b",
     re.IGNORECASE,
 )
 #: A line asking the NPC to tell or teach the player something ("Tell me a joke.", "Could you
@@ -148,10 +150,12 @@ _TELL_ME = re.compile(
     re.IGNORECASE,
 )
 #: A line that opens by withdrawing, forbidding or declining ("Never mind, ...", "Don't send
-#: anything yet", "No, I don't need a room, I'm camping."; not "Don't forget to...").
+#: anything yet", "No, I don't need a room, I'm camping.", "Oh, not yet.", "Not today";
+#: not "Don't forget to...").
 _WITHDRAWS = re.compile(
     r"\W*(?:never\s*mind\b|(?:don't|do\s+not)\s+(?!forget\b)|no\s+need\b"
-    r"|(?:(?:no|nah)\W+)?(?:i|we)\s+(?:don't|do\s+not)\s+(?:need|want)\b)",
+    r"|(?:(?:no|nah)\W+)?(?:i|we)\s+(?:don't|do\s+not)\s+(?:need|want)\b"
+    r"|(?:(?:oh|no)\W+)?not\s+(?:yet|today|now|this\s+time)\b)",
     re.I,
 )
 #: A line that is one question about what would happen if: "If I bought twenty stamps, would

@@ -1,8 +1,7 @@
-"""Names of people and things in a player's line (or in what the dialog said just before),
-for the free-text arguments of the `score` decision (`strings`): capitalised runs that open no
-sentence, the subject that opens one, someone described instead of named, someone pointed
-to ("him", "her"), someone said with who they are to the speaker, people named together, the
-street a place is on, and whose something is.
+"""Names of people and things in a player's line (or in what the dialog said just before), for the
+`score` decision's free-text arguments (`strings`): capitalised runs that open no sentence, the
+subject that opens one, someone described, pointed to ("him") or said with who they are to the
+speaker, people named together, the street a place is on, whose something is.
 """
 
 from __future__ import annotations
@@ -48,12 +47,13 @@ __all__ = [
 
 
 def capitalised(line: str, value: str) -> bool:
-    """Whether every word of `value` is capitalised in `line`, the first not opening a
-    sentence ("Sea Swallow" in "..., the Sea Swallow."; not "Note" in "... noon. Note her"),
-    but an "of" or "of the" between two ("Maiden of Corrow", "Guild of the Lantern")."""
+    """Whether every word of `value` is capitalised in `line`, the first not opening a sentence
+    ("the Sea Swallow."; not "Note" in "... noon. Note her"), but an "of" or "of the" between
+    two ("Maiden of Corrow"); and not only "I", days or months ("till Thursday")."""
     said = re.search(rf"(?<![\w'-]){re.escape(value)}(?![\w'-])", line)  # "A", not in "Ash"
     opens = said is not None and re.search(r"(?:^|[.!?]\s*)$", line[: said.start()]) is not None
-    return not opens and NAMED.fullmatch(value) is not None
+    only_dates = set(value.split()) <= _NOT_NAME_WORDS
+    return not opens and not only_dates and NAMED.fullmatch(value) is not None
 
 
 #: A capitalised word, or a title with its point ("St. Ebba's Rock"): a point ends any other.
@@ -127,8 +127,8 @@ LET_KNOW = re.compile(r"\blet\s+(?!me\b|us\b)((?:[\w'-]+\s+){1,6}?)know\b", re.I
 
 #: Someone a line may name right after saying who they are to someone ("her sister, Wenna").
 KIN = (
-    r"(?:sister|brother|wife|husband|son|daughter|mother|father|friend|cousin|uncle|aunt|"
-    r"nephew|niece|partner|master|mistress|apprentice|servant|page|squire|steward|maid)s?"
+    r"(?:sister|brother|wife|husband|(?:grand)?(?:son|daughter|mother|father)|friend|cousin|"
+    r"uncle|aunt|nephew|niece|partner|master|mistress|apprentice|servant|page|squire|maid)s?"
 )
 
 

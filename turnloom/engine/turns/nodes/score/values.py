@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from ...dialog.projection import Interaction
-from .numbers import COUNTS, DAY_SPANS, TIMES_OF_DAY, is_number, singular
+from .numbers import COUNTS, DAY_SPANS, is_number, singular
 
 __all__ = [
     "DETERMINERS",
     "FILLER",
     "MORE",
+    "PREPOSITIONS",
     "SENTENCE_WORDS",
     "WORD",
     "after_numbers",
@@ -78,7 +79,7 @@ FILLER = frozenset(
 DETERMINERS = frozenset(
     words("a an the some my your our his her their its this that these those any every each")
 )
-_PREPOSITIONS = frozenset(
+PREPOSITIONS = frozenset(
     words(
         "about above across after against along among around before behind below beneath "
         "beside between beyond during except inside near off out outside over past since "
@@ -117,38 +118,6 @@ def enum_values(param: ToolParamDefinition) -> tuple[str, ...]:
         return ()
     parts = re.split(r",|\bor\b|\|", found.group(1))
     return tuple(dict.fromkeys(v for p in parts if (v := p.strip().strip("'\"`").strip())))
-
-
-def explained(description: str, enum: Sequence[str], line: str) -> list[str]:
-    """The declared values whose explanation in `description` ("dunes = east across the deep
-    sand to Tal Harir; wadi = north along ...", "merchant for the merchant quay, fishing for
-    ...", "'brine' is the sea-water pool", "'roustabout' hauls canvas") shares the most words
-    with `line`, the words every explanation has aside; [] if none shares any."""
-    at = sorted(
-        (m.start(), m.end(), value)
-        for value in enum
-        for m in re.finditer(
-            rf"\b{re.escape(value)}['\"]?\s*(?:=|:|-|for\b|means\b|is\b)"
-            rf"|['\"]{re.escape(value)}['\"]\s",  # "'roustabout' hauls canvas"
-            description,
-        )
-    )
-    told: dict[str, set[str]] = {}
-    for (_, end, value), after in zip(at, [*at[1:], (len(description), 0, "")], strict=False):
-        told.setdefault(value, set()).update(_content(description[end : after[0]]))
-    common = set.intersection(*told.values()) if len(told) > 1 else set()
-    said = _content(line)
-    shared = {value: len((words - common) & said) for value, words in told.items()}
-    most = max(shared.values(), default=0)
-    return [value for value in enum if most and shared.get(value) == most]
-
-
-def _content(text: str) -> set[str]:
-    """The words of `text` that are no filler, lowercase, singular and not possessive ("hulls",
-    "hull's": "hull"), and the time of day a word says (`TIMES_OF_DAY`: "tonight": evening)."""
-    said = {w.lower() for w in WORD.findall(text)} - FILLER
-    found = {singular(w.removesuffix("'s")) for w in said}
-    return found | {TIMES_OF_DAY[w] for w in found if w in TIMES_OF_DAY}
 
 
 def after_numbers(line: str) -> set[int]:
@@ -350,7 +319,7 @@ def widened(line: str, value: str, avoid: frozenset[str], numeric: bool) -> str:
     k = i
     while k > 1 and not line[words[k - 1].end() : words[k].start()].strip():
         word = words[k - 1].group().lower()
-        if word in FILLER or word in _PREPOSITIONS or word in avoid or is_number(word):
+        if word in FILLER or word in PREPOSITIONS or word in avoid or is_number(word):
             break
         if word.removesuffix("s") in COUNTS:  # "a dozen sacks": the count is no description
             break

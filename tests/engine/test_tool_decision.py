@@ -2967,9 +2967,9 @@ def test_not_yet_declines_and_mind_you_cautions() -> None:
     scorer = ScoringMock("mock", script=["unused"])
     for line in ("Oh, not yet. I'll bring my two apples first.", "Not today, two apples is dear."):
         assert run(scorer, node(), line)["calls"] == [], line
-    # What follows "Mind you" is a caution, talk unless the request step is sure it asks.
-    assert td._OPENS_AS_TALK.match("Mind you don't let the furnace go out tonight.")
-    assert not td._OPENS_AS_TALK.match("Mend my window, you mind?")
+    # "Mind you ..." warns, as a farewell does: what follows it asks only with a tool's verb.
+    assert run(scorer, node(), "Mind you don't drop two apples, there's ice.")["calls"] == []
+    assert not td._FAREWELL.match("Mend my window, you mind?")
     page = sa._as_person(
         SEND_CASK.parameters[0], "Widow Tansy", "Put Widow Tansy's grandson Pip down."
     )

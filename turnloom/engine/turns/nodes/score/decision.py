@@ -128,19 +128,17 @@ _TAG = re.compile(
 )
 #: What a line says something is for ("for Rosa's crew"): whom, not which tool.
 _FOR = re.compile(r"\bfor\b[^,.;:!?]*", re.IGNORECASE)
-#: Ways of taking leave.
+#: Ways of taking leave, and of warning ("Mind you don't let the furnace go out tonight.").
 _FAREWELLS = (
     r"good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe travels|"
-    r"godspeed"
+    r"godspeed|mind (?:you|how)"
 )
 #: A line that opens by taking leave, with thanks or a greeting: what follows is a wish or a
 #: remark ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.",
-#: "Peace be upon you, caravan master!", "Mind you don't let the fire go out"), not an errand,
-#: unless the request is sure.
+#: "Peace be upon you, caravan master!"), not an errand, unless the request is sure.
 _OPENS_AS_TALK = re.compile(
     rf"\W*(?:{_FAREWELLS}|thanks|thank you|many thanks|much obliged|cheers|hello|hi|hey|"
-    r"greetings|good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you"
-    r"|mind\s+(?:you|how))\b",
+    r"greetings|good (?:morning|afternoon|evening|day)|well met|peace be (?:upon|with) you)\b",
     re.IGNORECASE,
 )
 #: A line asking the NPC to tell or teach the player something ("Tell me a joke.", "Could you

@@ -5,33 +5,32 @@ there!" when the grammar makes it, and never when it does not) still ranks texts
 instead of generating, this asks the backend how likely each option is to follow a short
 few-shot prompt (`ModelBackend.score_choices`), in three steps:
 
-1. **A request, or talk?** (`request`): whether the line asks for something at all,
-   whatever it mentions: "Thanks for the ale" and "Farewell, and good luck" are talk. Talk
-   calls nothing, except that a question may call a tool that looks something up (one whose
-   description starts "Look up", "Check", "Find"...: "Any rope in stock?"; or one that
-   examines what the player brings, "Identify", "Test"..., if the question asks for it: "Can
-   you tell me what it is?"). A question that
-   asks to be told something rather than for something (no "could", "can", "would"...: "How
-   many berths are there below deck?", or one without its mark: "what do all those flags
-   mean"), or one that opens with a question no order follows ("What's the pay like for a
-   gate guard? Asking for my cousin."), or one asking leave to ask ("Can I ask who...?"), may
-   call only such a tool too. A line the step is unsure of with a sentence that
-   opens with a tool's own verb ("Walk north.", "Not the grey camel. Stable the white one.")
-   or with what the speaker wants ("I'll buy a sack of dates."), or that counts what a tool
-   counts in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one right after
-   a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). So, however
-   sure the step is that it is talk, is a line with an order in so many words ("Put 3 hounds
-   on the trail of the thief. He ran off past the tannery."; not "Take care."), one that
-   asks politely ("..., please.", "Would you mind drawing a chart...?") and one that opens
-   with a count of what a tool counts in ("A couple of casks of white, then."). A line that
-   opens with a tool's verb and reads as talk has its first sentence asked alone: an order
-   followed by news ("Send a dozen guards to the market. The harvest fair is starting.")
-   reads as news whole. An order with
-   a question tagged on ("Assay this lump, would you?") is no question; a line that opens by
-   taking leave, with thanks or a greeting ("Goodbye, and mind the shaft.", "Thank you
-   kindly. You've a gift with horses.", "Peace be upon you!") is talk unless the step is
-   sure it asks, and after a farewell only a clause opening with a tool's verb asks
-   ("Farewell, Hesper. Keep the boilers burning." is a wish).
+1. **A request, or talk?** (`request`): whether the line asks for something at all, whatever it
+   mentions: "Thanks for the ale" and "Farewell, and good luck" are talk. Talk calls nothing,
+   except that a question may call a tool that looks something up (one whose description starts
+   "Look up", "Check", "Find"...: "Any rope in stock?"; or one that examines what the player
+   brings, "Identify", "Test"..., if the question asks for it: "Can you tell me what it is?"). A
+   question that asks to be told something rather than for something (no "could", "can",
+   "would"...: "How many berths are there below deck?", or one without its mark: "what do all
+   those flags mean", "is the castle open today"), or one that opens with a question no order
+   follows ("What's the pay like for a gate guard? Asking for my cousin."), or one asking leave
+   to ask ("Can I ask who...?"), may call only such a tool too. A line the step is unsure of
+   with a sentence that opens with a tool's own verb ("Walk north.", "Not the grey camel. Stable
+   the white one.") or with what the speaker wants ("I'll buy a sack of dates."), or that counts
+   what a tool counts in ("Foghorn, 5 blasts.", "Berth for 2 days.") is a request; so is one
+   right after a call that goes on with "And..." ("And her sister ship, the Sea Swallow."). So,
+   however sure the step is that it is talk, is a line with an order in so many words ("Put 3
+   hounds on the trail of the thief. He ran off past the tannery."; not "Take care."), one that
+   asks politely ("..., please.", "Would you mind drawing a chart...?") and one that opens with
+   a count of what a tool counts in ("A couple of casks of white, then."). A line that opens
+   with a tool's verb and reads as talk has its first sentence asked alone: an order followed by
+   news ("Send a dozen guards to the market. The harvest fair is starting.") reads as news
+   whole. An order with a question tagged on ("Assay this lump, would you?") is no question; a
+   line that opens by taking leave, with thanks or a greeting ("Goodbye, and mind the shaft.",
+   "Thank you kindly. You've a gift with horses.", "Peace be upon you!") is talk unless the step
+   is sure it asks, and after a farewell or a warning only a clause opening with a tool's verb
+   asks ("Farewell, Hesper. Keep the boilers burning." is a wish, as is "Mind you ..."), as after
+   a line that declines ("No, I don't need a bird today", "Oh, not yet.").
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),

@@ -16,17 +16,17 @@ import pytest
 import turnloom as tl
 from tests.helpers import SET_LIGHT, Recorder, graph_of
 from turnloom.engine.turns.nodes.score import arguments as sa
-from turnloom.engine.turns.nodes.score import booleans as sb
 from turnloom.engine.turns.nodes.score import calibration as sc
 from turnloom.engine.turns.nodes.score import decision as td
-from turnloom.engine.turns.nodes.score import names as sn_names
-from turnloom.engine.turns.nodes.score import numbers as sn
 from turnloom.engine.turns.nodes.score import request as sr
-from turnloom.engine.turns.nodes.score import sentences as sse
-from turnloom.engine.turns.nodes.score import strings as ss
 from turnloom.engine.turns.nodes.score import tool_prompt as tp
-from turnloom.engine.turns.nodes.score import values as sv
-from turnloom.engine.turns.nodes.score import words as sw
+from turnloom.engine.turns.nodes.score.reading import booleans as sb
+from turnloom.engine.turns.nodes.score.reading import names as sn_names
+from turnloom.engine.turns.nodes.score.reading import numbers as sn
+from turnloom.engine.turns.nodes.score.reading import sentences as sse
+from turnloom.engine.turns.nodes.score.reading import strings as ss
+from turnloom.engine.turns.nodes.score.reading import values as sv
+from turnloom.engine.turns.nodes.score.reading import words as sw
 
 D = tl.ToolCallDisposition
 

@@ -89,7 +89,17 @@ from dataclasses import dataclass
 from ....graph.params import ToolDefinition, ToolParamDefinition
 from ....inference.base import ModelBackend
 from ...dialog.projection import Interaction
-from .booleans import (
+from .calibration import (
+    URGENCY_WEIGHT,
+    best,
+    calibrated_scores,
+    is_urgency,
+    prompt,
+    says_unhurried,
+    says_urgent,
+    urgency_margin,
+)
+from .reading.booleans import (
     boolean_phrases,
     denied_clauses,
     described_default,
@@ -101,18 +111,8 @@ from .booleans import (
     says_value,
     unaccented,
 )
-from .calibration import (
-    URGENCY_WEIGHT,
-    best,
-    calibrated_scores,
-    is_urgency,
-    prompt,
-    says_unhurried,
-    says_urgent,
-    urgency_margin,
-)
-from .names import KIN, through_name
-from .numbers import (
+from .reading.names import KIN, through_name
+from .reading.numbers import (
     TIME_UNITS,
     against_last,
     counts_time,
@@ -122,10 +122,9 @@ from .numbers import (
     says_one,
     singular,
 )
-from .sentences import CORRECTION, before_order
-from .strings import MESSAGE, Fill, is_message, string_values
-from .tool_prompt import DIALOG_TURNS, EXAMPLES, last_exchange, recent_calls
-from .values import (
+from .reading.sentences import CORRECTION, before_order
+from .reading.strings import MESSAGE, Fill, is_message, string_values
+from .reading.values import (
     FILLER,
     MORE,
     WORD,
@@ -140,7 +139,8 @@ from .values import (
     widened,
     words_of,
 )
-from .words import WORDS_WEIGHT
+from .reading.words import WORDS_WEIGHT
+from .tool_prompt import DIALOG_TURNS, EXAMPLES, last_exchange, recent_calls
 
 __all__ = ["Arguments", "fill_arguments"]
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 from ....graph.params import ToolParamDefinition
 from ....inference.base import ModelBackend
-from .values import WORD, words
+from .reading.values import WORD, one_line, words
 
 __all__ = [
     "URGENCY_CALIBRATION",
@@ -49,7 +49,6 @@ __all__ = [
     "best",
     "calibrated_scores",
     "is_urgency",
-    "one_line",
     "prompt",
     "says_unhurried",
     "says_urgent",
@@ -64,11 +63,6 @@ _CALIBRATIONS: weakref.WeakKeyDictionary[ModelBackend, OrderedDict[str, list[flo
 )
 _CALIBRATIONS_KEPT = 256
 _CALIBRATIONS_LOCK = threading.Lock()  # engines on several threads may share a backend
-
-
-def one_line(text: str) -> str:
-    """`text` with its whitespace runs (newlines included) made single spaces."""
-    return " ".join(text.split())
 
 
 def prompt(header: str, line: str, tail: str) -> str:

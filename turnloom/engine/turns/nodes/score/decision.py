@@ -68,13 +68,11 @@ from ....inference.base import ModelBackend
 from ....tools.parsing import ParsedCall, ParseOutcome
 from ...dialog.projection import Interaction
 from .arguments import fill_arguments
-from .booleans import says_a_flag
 from .calibration import best, calibrated_scores
-from .request import SURE, request_margin
-from .sentences import gives_order, opens_with_correction, sentences
-from .tool_prompt import first_verb, last_call_of, tool_header, tool_labels
-from .values import MORE, enum_values
-from .words import (
+from .reading.booleans import says_a_flag
+from .reading.sentences import gives_order, opens_with_correction, sentences
+from .reading.values import MORE, enum_values
+from .reading.words import (
     WORDS_WEIGHT,
     counted_words,
     counts_in_units,
@@ -86,6 +84,8 @@ from .words import (
     shared_words,
     telling_words,
 )
+from .request import SURE, request_margin
+from .tool_prompt import first_verb, last_call_of, tool_header, tool_labels
 
 __all__ = [
     "DECISIONS",

@@ -44,7 +44,7 @@ import weakref
 from collections.abc import Sequence
 
 from ....inference.base import ModelBackend
-from .sentences import WHERE_ONE_WILL_BE, sentences, without_thanks
+from .reading.sentences import WHERE_ONE_WILL_BE, sentences, without_thanks
 
 __all__ = [
     "BOUNDARIES",

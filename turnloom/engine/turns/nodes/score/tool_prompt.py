@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from ....graph.params import ToolDefinition
 from ...dialog.projection import Interaction
-from .calibration import one_line
-from .values import FILLER, WORD, spelled
+from .reading.values import FILLER, WORD, one_line, spelled
 
 __all__ = [
     "DIALOG_CHARS",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ....graph.params import ToolParamDefinition
+from .....graph.params import ToolParamDefinition
 from .names import (
     DESCRIBED,
     KIN,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ....graph.params import ToolParamDefinition
+from .....graph.params import ToolParamDefinition
 
 __all__ = [
     "COUNTS",

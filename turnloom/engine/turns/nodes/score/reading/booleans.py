@@ -19,11 +19,10 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ....graph.params import ToolDefinition
-from .calibration import one_line
+from .....graph.params import ToolDefinition
 from .names import proper_names
 from .numbers import TIMES_OF_DAY, singular
-from .values import DETERMINERS, FILLER, PREPOSITIONS, WORD, value_words, words
+from .values import DETERMINERS, FILLER, PREPOSITIONS, WORD, one_line, value_words, words
 from .words import STEMMER, word_stems
 
 __all__ = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ....graph.params import ToolParamDefinition
+from .....graph.params import ToolParamDefinition
 from .values import FILLER, TITLES, WORD, declared_words, is_number
 
 __all__ = [

@@ -53,7 +53,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from ....graph.params import ToolDefinition, ToolParamDefinition
+from .....graph.params import ToolDefinition, ToolParamDefinition
 from .numbers import COUNTS, DAY_SPANS, TIME_UNITS, counts_days, is_number, singular
 from .sentences import past_leading
 from .strings import MESSAGE

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ....graph.params import ToolDefinition, ToolParamDefinition
-from ...dialog.projection import Interaction
+from .....graph.params import ToolDefinition, ToolParamDefinition
+from ....dialog.projection import Interaction
 from .numbers import COUNTS, DAY_SPANS, is_number, singular
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "earlier_values",
     "enum_values",
     "is_sentence",
+    "one_line",
     "spans",
     "spelled",
     "takes_person",
@@ -35,6 +36,11 @@ __all__ = [
     "widened",
     "words",
 ]
+
+
+def one_line(text: str) -> str:
+    """`text` with its whitespace runs (newlines included) made single spaces."""
+    return " ".join(text.split())
 
 
 def words(text: str) -> list[str]:

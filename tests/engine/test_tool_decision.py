@@ -3013,3 +3013,13 @@ def test_a_preposition_explains_no_value_and_a_time_of_day_is_said_in_the_plural
     line = "Put Pip down for a fortnight of lessons, one every day, mornings."
     named, _ = sb.said_sides(phrases, "", line, "", frozenset({"lessons", "lesson"}))
     assert named[1] > named[0]
+
+
+def test_going_on_in_a_flags_words_naming_no_one_keeps_the_calls_free_text() -> None:
+    nell = _after_call("Send a bird to my sister Nell: the baby's come.", "send_message",
+                       {"recipient": "my sister Nell", "wait_for_reply": False})  # fmt: skip
+    line = "Oh, and have it wait for her answer. I want to know if she's coming."
+    (call,) = _calls_after([SEND_BIRD], [(line, nell)])
+    assert call.arguments == {"recipient": "my sister Nell", "wait_for_reply": True}
+    assert sse.names_anyone("And wait for my brother's answer.")
+    assert not sse.names_anyone(line)

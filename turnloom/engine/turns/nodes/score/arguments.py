@@ -58,7 +58,9 @@ choice's prompt) are not needed here.
   sentence an order points at ("The bridge is shut. Cry it at the quay."), never the order to
   its carrier it goes on with ("..., and bring me back word"), and the earlier call's if the
   line's only words are whom it goes to ("Tell the Crimson Pike too.") or it changes or repeats
-  the call ("No wait — give it out on the quay", "And the same to the churchwarden").
+  the call ("No wait — give it out on the quay", "And the same to the churchwarden"). Every
+  free-text value is the last call's where the line goes on from it to say how, in a flag's
+  words, and names no one ("Oh, and have it wait for her answer.").
 - **Enums** are chosen among the values the line names, as written or in words ("storm_warning":
   "the storm warning", "drydock": "the dry dock"), not among those it turns down ("the south
   bank, not the north"), else among those whose explanation in the description it names most
@@ -108,12 +110,12 @@ from .reading.booleans import (
     object_words,
     polar_words,
     said_sides,
+    says_a_flag,
     says_value,
     unaccented,
 )
 from .reading.names import KIN, through_name
 from .reading.numbers import (
-    TIME_UNITS,
     against_last,
     counts_time,
     described_count,
@@ -122,12 +124,13 @@ from .reading.numbers import (
     says_one,
     singular,
 )
-from .reading.sentences import CORRECTION, before_order
+from .reading.sentences import CORRECTION, GOES_ON, before_order, names_anyone
 from .reading.strings import MESSAGE, Fill, is_message, string_values
 from .reading.values import (
     FILLER,
     MORE,
     WORD,
+    counts_own,
     describes_person,
     earlier_values,
     enum_values,
@@ -186,6 +189,9 @@ async def fill_arguments(
     counted = [p for p in tool.parameters if p.type in ("integer", "number")]
     units = frozenset(singular(w.lower()) for p in counted for w in WORD.findall(p.description))
     units -= FILLER | {"how"}
+    # A line going on from the last call to say how, in a flag's words, naming no one ("Oh, and
+    # have it wait for her answer."), keeps that call's free text.
+    keeps = GOES_ON.match(line) is not None and says_a_flag(tool, line) and not names_anyone(line)
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
         others = [p for p in tool.parameters if p is not param and p.type == "string"]
@@ -197,7 +203,9 @@ async def fill_arguments(
             place_elsewhere=any(is_place(p) for p in others),
             whom_elsewhere=any(is_name(p) or takes_person(p) for p in others),
         )  # fmt: skip
-        value, read = await _fill(backend, fill, param, agent_id)
+        free_text = param.type == "string" and not enum_values(param)
+        kept = earlier.get(param.name) if keeps and free_text else None
+        value, read = (kept[-1], math.nan) if kept else await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
             taken |= words_of(value) - FILLER
         values[param.name] = value
@@ -332,7 +340,7 @@ async def _fill(
         # men to that."); a later count stays unless it says its own unit ("Make it three
         # days.").
         correcting = fill.later_count and counts and (CORRECTION.search(line) or MORE.search(line))
-        if correcting and not _counts_own(line, param):
+        if correcting and not counts_own(line, param):
             return counts[-1], math.nan
         timed = fill.time_elsewhere
         # The first count's correction says it ("Actually make it five, I've got two birds").
@@ -359,15 +367,6 @@ async def _fill(
         )
     chosen, margin = best(scores)
     return values[chosen], margin
-
-
-def _counts_own(line: str, param: ToolParamDefinition) -> bool:
-    """Whether `line` counts in `param`'s own unit: a span of time for a count of time, else
-    the argument's name ("three crates" for "crates")."""
-    units = set(TIME_UNITS) if counts_time(param) else set()
-    units.add(singular(" ".join(WORD.findall(spelled(param.name))).lower()))
-    said = {singular(w.lower()) for w in WORD.findall(line)}
-    return bool(said & units)
 
 
 def _finished(fill: Fill, param: ToolParamDefinition, value: str) -> str:

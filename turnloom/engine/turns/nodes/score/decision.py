@@ -70,7 +70,7 @@ from ...dialog.projection import Interaction
 from .arguments import fill_arguments
 from .calibration import best, calibrated_scores
 from .reading.booleans import says_a_flag
-from .reading.sentences import gives_order, opens_with_correction, sentences
+from .reading.sentences import GOES_ON, gives_order, opens_with_correction, sentences
 from .reading.values import MORE, enum_values
 from .reading.words import (
     WORDS_WEIGHT,
@@ -116,8 +116,6 @@ _ASKS_FOR = re.compile(r"\b(?:could|can|would|will|may|might|shall)\b", re.IGNOR
 _POLITE = re.compile(
     r"(?<!\boh )(?<!\boh, )\bplease\b|\b(?:would|do)\s+you\s+mind\s+\w+ing\b", re.IGNORECASE
 )
-#: A line that goes on from the last one: "And two more.", "Oh, and a rake too.", "Also...".
-_GOES_ON = re.compile(r"\W*(?:oh\W+)?(?:and|also|plus)\b", re.IGNORECASE)
 #: A line that does the last call again for another: "Same for the Gravedigger.", "The same
 #: again for table four." (not "Same to you!").
 _SAME = re.compile(r"\W*(?:the\s+)?same\s+(?:again\s+)?for\b", re.IGNORECASE)
@@ -283,7 +281,7 @@ async def decide_by_score(
     ordered = any(orders) or bool(_WANTED.search(line)) or counts_in_units(tools, line)
     # Right after a call, a line that goes on with "And..." adds to that request ("And her
     # sister ship right behind, the Sea Swallow.").
-    goes_on = after and _GOES_ON.match(line) is not None
+    goes_on = after and GOES_ON.match(line) is not None
     ordered = ordered or goes_on
     requested = asks > 0 or (not question and asks > -SURE and ordered)
     requested = requested or (asks > -SURE and _ASKS_TO_DO.search(line) is not None)

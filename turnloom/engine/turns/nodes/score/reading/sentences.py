@@ -6,17 +6,20 @@ the quay.", for a free-text argument: `strings`); and whether it corrects ("Actu
 seven."), changes or repeats the last call ("No wait — give it out on the quay"). Whether a
 sentence gives an order in so many words ("Put 3 hounds on the trail": `gives_order`), where a
 message ends before an order to its carrier (", and bring me back word": `before_order`), and
-whom an order points back at ("put her in the vats": `POINTED_BACK`).
+whom an order points back at ("put her in the vats": `POINTED_BACK`); whether a line goes on
+from the last one ("Oh, and ...": `GOES_ON`) and whether it names anyone (`names_anyone`).
 """
 
 from __future__ import annotations
 
 import re
 
+from .names import KIN, proper_names
 from .values import WORD, words
 
 __all__ = [
     "CORRECTION",
+    "GOES_ON",
     "LEADING",
     "POINTED_BACK",
     "WHERE_ONE_WILL_BE",
@@ -24,6 +27,7 @@ __all__ = [
     "before_order",
     "gives_order",
     "labelled",
+    "names_anyone",
     "opens_with_correction",
     "order_clause",
     "past_leading",
@@ -48,6 +52,8 @@ POINTED_BACK = re.compile(
     r"\b|\s*[,.;!?]|\s*$)",
     re.IGNORECASE,
 )
+#: A line that goes on from the last one: "And two more.", "Oh, and a rake too.", "Also...".
+GOES_ON = re.compile(r"\W*(?:oh\W+)?(?:and|also|plus)\b", re.IGNORECASE)
 #: A correction of the last call: "Actually, make it urgent", "Make that the blue one", "Sorry,
 #: I meant the west field" (not "don't make it permanent").
 CORRECTION = re.compile(
@@ -251,3 +257,9 @@ def pointed_at(line: str, avoid: frozenset[str]) -> str:
         if not avoid & {w.strip(",;:'\"").lower() for w in words}:
             return told
     return ""
+
+
+def names_anyone(line: str) -> bool:
+    """Whether `line` names someone or something: a capitalised name, or who someone is to the
+    speaker ("my brother")."""
+    return bool(proper_names(line, frozenset())) or re.search(rf"\b{KIN}\b", line, re.I) is not None

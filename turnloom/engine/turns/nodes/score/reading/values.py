@@ -2,7 +2,8 @@
 
 The model decides (`decision`); this only lists what it decides between: for a string,
 runs of the line's words; for a number, the numbers the line spells (`numbers`: "2", "two",
-"a dozen", "a week"); for an enum, its declared values.
+"a dozen", "a week"); for an enum, its declared values; and whether a line counts in an
+argument's own unit (`counts_own`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 from .....graph.params import ToolDefinition, ToolParamDefinition
 from ....dialog.projection import Interaction
-from .numbers import COUNTS, DAY_SPANS, is_number, singular
+from .numbers import COUNTS, DAY_SPANS, TIME_UNITS, counts_time, is_number, singular
 
 __all__ = [
     "DETERMINERS",
@@ -24,6 +25,7 @@ __all__ = [
     "after_numbers",
     "clauses",
     "counted_nouns",
+    "counts_own",
     "earlier_values",
     "enum_values",
     "is_sentence",
@@ -373,3 +375,12 @@ def earlier_values(
                 for name, value in (function.get("arguments") or {}).items():
                     found.setdefault(str(name), []).append(value)
     return found
+
+
+def counts_own(line: str, param: ToolParamDefinition) -> bool:
+    """Whether `line` counts in `param`'s own unit: a span of time for a count of time, else
+    the argument's name ("three crates" for "crates")."""
+    units = set(TIME_UNITS) if counts_time(param) else set()
+    units.add(singular(" ".join(WORD.findall(spelled(param.name))).lower()))
+    said = {singular(w.lower()) for w in WORD.findall(line)}
+    return bool(said & units)

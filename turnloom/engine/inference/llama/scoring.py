@@ -97,6 +97,10 @@ def _score_on_worker(inst: Instance, prompt: str, choices: list[str], greedy: bo
     return choice_logprobs(llm, prefix, tails, greedy=greedy)
 
 
+#: A row of logits and its log-sum-exp (`choice_logprobs`).
+_Row = tuple[Any, float]
+
+
 @dataclass
 class _Node:
     children: dict[int, _Node] = field(default_factory=dict)
@@ -131,12 +135,20 @@ def choice_logprobs(
     llm.eval(prefix[shared:])
     ctx, batch, n_vocab = llm._ctx, llm._batch, llm.n_vocab()
 
-    def log_softmax_row() -> Any:
-        row = np.ctypeslib.as_array(ctx.get_logits_ith(-1), shape=(n_vocab,)).astype(np.float64)
-        top = row.max()
-        return row - top - math.log(float(np.exp(row - top).sum()))
+    scratch = np.empty(n_vocab, dtype=np.float32)
 
-    def row_after(path: list[int]) -> Any:
+    def log_softmax_row() -> _Row:
+        # The logits as llama.cpp holds them (valid until the next decode: each row is read
+        # before the walk decodes again) and their log-sum-exp; a token's log-probability is
+        # its logit less that. Only the sum is taken in float64: exp in float32 over the 262k
+        # entries costs a tenth of a float64 copy of the row, for 1e-8 nats.
+        row = np.ctypeslib.as_array(ctx.get_logits_ith(-1), shape=(n_vocab,))
+        top = float(row.max())
+        np.subtract(row, top, out=scratch)
+        np.exp(scratch, out=scratch)
+        return row, top + math.log(float(scratch.sum(dtype=np.float64)))
+
+    def row_after(path: list[int]) -> _Row:
         ctx.kv_cache_seq_rm(-1, head, -1)
         batch.set_batch(batch=path, n_past=head, logits_all=False)
         ctx.decode(batch)
@@ -144,7 +156,9 @@ def choice_logprobs(
 
     scores = [-math.inf] * len(tails)
     try:
-        stack: list[tuple[_Node, list[int], float, Any]] = [(root, [], 0.0, log_softmax_row())]
+        stack: list[tuple[_Node, list[int], float, _Row | None]] = [
+            (root, [], 0.0, log_softmax_row())
+        ]
         while stack:
             node, path, logp, row = stack.pop()
             for index in node.ends:
@@ -155,13 +169,12 @@ def choice_logprobs(
                 ((token, child),) = node.children.items()
                 stack.append((child, [*path, token], logp, None))
                 continue
-            if row is None:
-                row = row_after(path)
+            logits, total = row_after(path) if row is None else row
             branches = list(node.children.items())
             if greedy:
-                branches = [max(branches, key=lambda item: row[item[0]])]
+                branches = [max(branches, key=lambda item: logits[item[0]])]
             for token, child in branches:
-                stack.append((child, [*path, token], logp + float(row[token]), None))
+                stack.append((child, [*path, token], logp + float(logits[token]) - total, None))
     finally:
         ctx.kv_cache_seq_rm(-1, head, -1)
         llm.n_tokens = head

@@ -3023,3 +3023,26 @@ def test_going_on_in_a_flags_words_naming_no_one_keeps_the_calls_free_text() -> 
     assert call.arguments == {"recipient": "my sister Nell", "wait_for_reply": True}
     assert sse.names_anyone("And wait for my brother's answer.")
     assert not sse.names_anyone(line)
+
+
+def test_going_on_naming_no_one_keeps_whose_it_is() -> None:
+    board = tl.ToolDefinition(
+        "board_bird",
+        "Take in a visitor's own bird and look after it.",
+        [
+            tl.ToolParamDefinition("owner", "string", "Whose bird it is, as the visitor says."),
+            tl.ToolParamDefinition("kind", "string", "What bird.", enum=["falcon", "owl"]),
+            tl.ToolParamDefinition("days", "integer", "How many days."),
+        ],
+    )
+    wat = _after_call("Board my falcon for three days, name's Wat.", "board_bird",
+                      {"owner": "Wat", "kind": "falcon", "days": 3})  # fmt: skip
+    same, other = _calls_after(
+        [board],
+        [("And my owl as well, same three days.", wat), ("And my brother's owl as well.", wat)],
+    )
+    assert same.arguments == {"owner": "Wat", "kind": "owl", "days": 3}
+    # Naming someone, the line says whose it is itself.
+    assert other.arguments["owner"] != "Wat"
+    assert sse.goes_on_unnamed("Oh, and her hood too.")
+    assert not sse.goes_on_unnamed("And one for Lady Anwen.")

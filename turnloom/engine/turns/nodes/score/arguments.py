@@ -124,7 +124,7 @@ from .reading.numbers import (
     says_one,
     singular,
 )
-from .reading.sentences import CORRECTION, GOES_ON, before_order, names_anyone
+from .reading.sentences import CORRECTION, PRONOUN, before_order, goes_on_unnamed
 from .reading.strings import MESSAGE, Fill, is_message, string_values
 from .reading.values import (
     FILLER,
@@ -146,9 +146,6 @@ from .reading.words import WORDS_WEIGHT
 from .tool_prompt import DIALOG_TURNS, EXAMPLES, last_exchange, recent_calls
 
 __all__ = ["Arguments", "fill_arguments"]
-
-#: Someone or something a line points to without naming it.
-_PRONOUN = re.compile(r"\b(?:him|her|it|them)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,9 +186,11 @@ async def fill_arguments(
     counted = [p for p in tool.parameters if p.type in ("integer", "number")]
     units = frozenset(singular(w.lower()) for p in counted for w in WORD.findall(p.description))
     units -= FILLER | {"how"}
-    # A line going on from the last call to say how, in a flag's words, naming no one ("Oh, and
-    # have it wait for her answer."), keeps that call's free text.
-    keeps = GOES_ON.match(line) is not None and says_a_flag(tool, line) and not names_anyone(line)
+    # A line going on from the last call naming no one keeps whose it is ("And my owl as well,
+    # same three days."); said how in a flag's words ("Oh, and have it wait for her answer."),
+    # all that call's free text.
+    goes_on = goes_on_unnamed(line)
+    keeps = goes_on and says_a_flag(tool, line)
     for i, param in enumerate(tool.parameters):
         end = ", " if i + 1 < len(tool.parameters) else ")"
         others = [p for p in tool.parameters if p is not param and p.type == "string"]
@@ -204,7 +203,8 @@ async def fill_arguments(
             whom_elsewhere=any(is_name(p) or takes_person(p) for p in others),
         )  # fmt: skip
         free_text = param.type == "string" and not enum_values(param)
-        kept = earlier.get(param.name) if keeps and free_text else None
+        keep = free_text and (keeps or (goes_on and takes_person(param)))
+        kept = earlier.get(param.name) if keep else None
         value, read = (kept[-1], math.nan) if kept else await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
             taken |= words_of(value) - FILLER
@@ -238,7 +238,7 @@ async def _fill(
         said = said or explained(param.description, enum, line)
         # Else, for "him" or "it", the one the last exchange named ("Then give him four
         # portions." after "that'll be Bramble, our dancing bear").
-        if not said and fill.spoken and _PRONOUN.search(line):
+        if not said and fill.spoken and PRONOUN.search(line):
             spoken = fill.spoken
             said = [v for v in enum if says_value(v, spoken)] or explained(
                 param.description, enum, spoken

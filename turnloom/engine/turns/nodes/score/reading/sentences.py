@@ -7,7 +7,8 @@ seven."), changes or repeats the last call ("No wait — give it out on the quay
 sentence gives an order in so many words ("Put 3 hounds on the trail": `gives_order`), where a
 message ends before an order to its carrier (", and bring me back word": `before_order`), and
 whom an order points back at ("put her in the vats": `POINTED_BACK`); whether a line goes on
-from the last one ("Oh, and ...": `GOES_ON`) and whether it names anyone (`names_anyone`).
+from the last one ("Oh, and ...": `GOES_ON`), whether it names anyone (`names_anyone`), and
+whom it points to without naming (`PRONOUN`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ __all__ = [
     "GOES_ON",
     "LEADING",
     "POINTED_BACK",
+    "PRONOUN",
     "WHERE_ONE_WILL_BE",
     "asked_order",
     "before_order",
     "gives_order",
+    "goes_on_unnamed",
     "labelled",
     "names_anyone",
     "opens_with_correction",
@@ -52,6 +55,8 @@ POINTED_BACK = re.compile(
     r"\b|\s*[,.;!?]|\s*$)",
     re.IGNORECASE,
 )
+#: Someone or something a line points to without naming it.
+PRONOUN = re.compile(r"\b(?:him|her|it|them)\b", re.IGNORECASE)
 #: A line that goes on from the last one: "And two more.", "Oh, and a rake too.", "Also...".
 GOES_ON = re.compile(r"\W*(?:oh\W+)?(?:and|also|plus)\b", re.IGNORECASE)
 #: A correction of the last call: "Actually, make it urgent", "Make that the blue one", "Sorry,
@@ -257,6 +262,11 @@ def pointed_at(line: str, avoid: frozenset[str]) -> str:
         if not avoid & {w.strip(",;:'\"").lower() for w in words}:
             return told
     return ""
+
+
+def goes_on_unnamed(line: str) -> bool:
+    """Whether `line` goes on from the last call ("Oh, and ...": `GOES_ON`) naming no one."""
+    return GOES_ON.match(line) is not None and not names_anyone(line)
 
 
 def names_anyone(line: str) -> bool:

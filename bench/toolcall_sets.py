@@ -445,6 +445,7 @@ CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
 VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
 FALCONER = load_set(_DATA / "falconer_sealed.json", _JUDGED)
 GLASSWORKS = load_set(_DATA / "glassworks_sealed.json", _JUDGED)
+PRINTWORKS = load_set(_DATA / "printworks_sealed.json")
 
 SETS = {
     s.name: s
@@ -480,5 +481,6 @@ SETS = {
         VINEYARD,
         FALCONER,
         GLASSWORKS,
+        PRINTWORKS,
     )
 }

@@ -63,6 +63,28 @@ def test_each_header_keeps_its_own_cached_prompt(model: tl.LlamaModel) -> None:
     assert again == pytest.approx(first, abs=0.1)
 
 
+def test_no_two_headers_share_a_cached_prompt() -> None:
+    import zlib
+
+    from turnloom.engine.inference.llama import scoring
+
+    # Two headers whose first characters hash alike (as a hash of them once keyed them): each
+    # its own key, so NPCs with these tools do not read each other's header out of the cache.
+    examples = "Player: Good morning!\nAction: talk\n" * 7
+    one, other = (f"Player: a header, number {n}.\nAction: talk\n{examples}" for n in (3, 109))
+    assert zlib.crc32(one[:256].encode()) % 1024 == zlib.crc32(other[:256].encode()) % 1024
+    assert scoring.scoring_key(one) != scoring.scoring_key(other)
+    # What follows the header (the line, the dialog) does not change its key.
+    assert scoring.scoring_key(one) == scoring.scoring_key(one + "Player: Hello!\nAction:")
+    # Once every key is given, a new header takes the least recently used one's.
+    keys = scoring._ScoringKeys()
+    given = [keys.key(f"header {n}") for n in range(scoring._SCORING_KEYS)]
+    assert len(set(given)) == scoring._SCORING_KEYS and max(given) == scoring.SCORING_AGENT
+    keys.key("header 0")  # used again: "header 1" is now the least recent
+    assert keys.key("a new header") == given[1]
+    assert keys.key("header 0") == given[0]
+
+
 def test_generation_after_scoring_is_unchanged(model: tl.LlamaModel) -> None:
     graph = (
         tl.GraphDescription()

@@ -12,11 +12,14 @@ texts, not over all text.
 Scoring runs as agents of its own on each instance (`SCORING_AGENT` and the keys below it),
 whichever agent asks: the `score` decision's prompts start with a few-shot header that depends
 on the node's tools only (or, for whether a line is a request at all, on nothing), so each
-header stays in a cached prompt of its own, keyed by the prompt's first characters (kept in
-host memory while agents generate, as theirs is: `kept`), and a decision reads only what
-follows it. A fresh NPC's first decision then costs its line and choices, not the whole
-header; six tools cost about what three do, although their header is twice as long; and a
-decision that asks two prompts in turn does not re-read either header.
+header stays in a cached prompt of its own, under a key of its own (`scoring_key`: one per
+header in use, told apart by the prompt's first characters; kept in host memory while agents
+generate, as theirs is: `kept`), and a decision reads only what follows it. A fresh NPC's first
+decision then costs its line and choices, not the whole header; six tools cost about what three
+do, although their header is twice as long; and a decision that asks two prompts in turn, or
+NPCs with other tools talked to in turn, re-read no header. (The keys were once a hash of those
+characters: two headers whose hashes met took one cached prompt in turn, and each read the
+whole of its header again at every decision, four times the time.)
 
 llama.cpp's results depend, in their last bits, on how much of a prompt was cached: a near tie
 between two values (a few hundredths of a nat) can go either way depending on what was scored
@@ -27,7 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-import zlib
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -77,9 +81,39 @@ class LikelihoodScoring:
         return await asyncio.wrap_future(future)
 
 
+class _ScoringKeys:
+    """The keys given to the headers in use, by their first `_KEYED_CHARS` characters: a new
+    header takes the next free key, or once all `_SCORING_KEYS` are given, the least recently
+    used one's (whose cached prompt the new header then replaces: its tokens differ, so it is
+    read anew). Shared by every instance's worker thread, hence the lock."""
+
+    def __init__(self) -> None:
+        self._keys: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def key(self, prompt: str) -> int:
+        head = prompt[:_KEYED_CHARS]
+        with self._lock:
+            key = self._keys.get(head)
+            if key is not None:
+                self._keys.move_to_end(head)
+                return key
+            if len(self._keys) < _SCORING_KEYS:
+                key = SCORING_AGENT - len(self._keys)
+            else:
+                _, key = self._keys.popitem(last=False)
+            self._keys[head] = key
+            return key
+
+
+_KEYS = _ScoringKeys()
+
+
 def scoring_key(prompt: str) -> int:
-    """The key the scorer keeps `prompt`'s cached prompt under: one per header in use."""
-    return SCORING_AGENT - zlib.crc32(prompt[:_KEYED_CHARS].encode("utf-8")) % _SCORING_KEYS
+    """The key the scorer keeps `prompt`'s cached prompt under: one per header in use, no two
+    headers sharing one (at most `_SCORING_KEYS` of them, the least recently used giving its
+    key up to a new one)."""
+    return _KEYS.key(prompt)
 
 
 def _score_on_worker(inst: Instance, prompt: str, choices: list[str], greedy: bool) -> list[float]:

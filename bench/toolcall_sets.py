@@ -1,6 +1,6 @@
 """The prompt sets of `bench.toolcall_quality`: tools, player lines and what each line calls for.
 
-Thirty-one sets, each with its own tools (string, integer, boolean and enum arguments between
+Thirty-two sets, each with its own tools (string, integer, boolean and enum arguments between
 them) and lines of which about half call for one tool and the rest for none, many of those
 mentioning the tools' words ("the north door looks old") to catch a model that matches words,
 not intent:
@@ -132,6 +132,11 @@ not intent:
   falconer's rules (what a tool does to what says no side of a flag, declining with "No, I
   don't need", corrections of a first count, "X's page", parties said in chat), a
   development set since.
+- **printworks** (`data/printworks_sealed.json`, 60 lines, 6 tools, the printer of a market
+  town; sha256 9a366c603778e2647f6cf56a8e9fe3042f22f1ef9c1f5fba1745f988e26d6178): written
+  sealed the same way, kept out of every run until it judged the code as it stood after
+  glassworks' rules (described enum values, what one does oneself, "Mind you ...", whose it is
+  in a follow-up), a development set since.
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -445,7 +450,7 @@ CRIER = load_set(_DATA / "crier_sealed.json", _JUDGED)
 VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
 FALCONER = load_set(_DATA / "falconer_sealed.json", _JUDGED)
 GLASSWORKS = load_set(_DATA / "glassworks_sealed.json", _JUDGED)
-PRINTWORKS = load_set(_DATA / "printworks_sealed.json")
+PRINTWORKS = load_set(_DATA / "printworks_sealed.json", _JUDGED)
 
 SETS = {
     s.name: s

@@ -23,6 +23,7 @@ from turnloom.engine.turns.nodes.score import tool_prompt as tp
 from turnloom.engine.turns.nodes.score.reading import booleans as sb
 from turnloom.engine.turns.nodes.score.reading import names as sn_names
 from turnloom.engine.turns.nodes.score.reading import numbers as sn
+from turnloom.engine.turns.nodes.score.reading import quotes as sq
 from turnloom.engine.turns.nodes.score.reading import sentences as sse
 from turnloom.engine.turns.nodes.score.reading import strings as ss
 from turnloom.engine.turns.nodes.score.reading import values as sv
@@ -1592,7 +1593,7 @@ def test_quoted_words_a_value_in_two_words_and_what_an_earlier_call_named() -> N
     message = tl.ToolParamDefinition("message", "string", "What to tell them.")
     # A message the line quotes is the message.
     line = 'Someone must ride to Kell\'s Ferry and tell them, "Hold the barge till dusk."'
-    assert sv.quoted(line) == ["Hold the barge till dusk"]
+    assert sq.quoted(line) == ["Hold the barge till dusk"]
     assert _read(message, line, {"send", "rider"}) == ["Hold the barge till dusk"]
     # A declared value may be said in two words ("the dry dock" is "drydock"): it is that
     # value, no other argument's.
@@ -1618,11 +1619,11 @@ def test_words_to_write_are_quoted_given_after_a_colon_or_after_what_they_are_ca
     )
     avoid = {"embroider", "message"}
     # Single quotes quote as double ones do; an apostrophe in a word is none.
-    assert sv.quoted("Embroider 'For Mira, always' on the cuff.") == ["For Mira, always"]
+    assert sq.quoted("Embroider 'For Mira, always' on the cuff.") == ["For Mira, always"]
     line = "Put 'Property of the Red Lantern Inn' on the aprons, please."
     assert _read(words, line, avoid) == ["Property of the Red Lantern Inn"]
-    assert sv.quoted("Can you take in these trousers? No rush, I'm not wearing them.") == []
-    assert sv.quoted("The boys' coats are torn, and 'tis the season.") == []
+    assert sq.quoted("Can you take in these trousers? No rush, I'm not wearing them.") == []
+    assert sq.quoted("The boys' coats are torn, and 'tis the season.") == []
     # What a colon introduces is given as said.
     line = "Could you stitch our family motto on this banner: Steady Hands, Steady Hearts?"
     assert _read(words, line, avoid) == ["Steady Hands, Steady Hearts"]
@@ -1911,7 +1912,7 @@ def test_someone_sent_something_is_the_one_the_last_reply_named() -> None:
     assert sn_names.POINTED.search("Then send her a raven saying bandits hold the road.")
     assert not sn_names.capitalised("Ashdown is here. A raven came.", "A")
     said = "Then send her a raven saying bandits hold the north road."
-    assert sv.quoted(said) == ["bandits hold the north road"]
+    assert sq.quoted(said) == ["bandits hold the north road"]
 
 
 def test_words_offered_as_either_are_said_only_together() -> None:
@@ -2302,7 +2303,7 @@ def test_a_message_leaves_out_what_asks_politely_after_it() -> None:
     line = "Send my cousin word that the mare has foaled, would you?"
     assert sv.clauses(line) == ["the mare has foaled"]
     assert sv.clauses("Tell her that the well is dry, please.") == ["the well is dry"]
-    assert sv.quoted("Send a raven saying the pass is snowed in, will you?") == [
+    assert sq.quoted("Send a raven saying the pass is snowed in, will you?") == [
         "the pass is snowed in"
     ]
     # A comma inside the message stays.
@@ -3046,3 +3047,60 @@ def test_going_on_naming_no_one_keeps_whose_it_is() -> None:
     assert other.arguments["owner"] != "Wat"
     assert sse.goes_on_unnamed("Oh, and her hood too.")
     assert not sse.goes_on_unnamed("And one for Lady Anwen.")
+
+
+def test_words_to_set_down_are_what_the_line_quotes_and_counts_are_outside_it() -> None:
+    wording = tl.ToolParamDefinition("wording", "string", "The words to be printed, as given.")
+    title = tl.ToolParamDefinition("title", "string", "The title lettered on the cover.")
+    assert sq.is_worded(wording) and sq.is_worded(title)
+    # "In the customer's words" is how it is said, not words to set down.
+    assert not sq.is_worded(tl.ToolParamDefinition("place", "string", "Where, in their words."))
+    posters = tl.ToolDefinition(
+        "print_posters",
+        "Print posters on the shop's press.",
+        [wording, tl.ToolParamDefinition("copies", "integer", "How many posters.")],
+    )
+    book = tl.ToolDefinition("bind_book", "Bind pages into a book.", [title])
+    lines = [
+        "Thirty posters for my play, reading 'The Miller's Daughter, three nights only'.",
+        "A score of posters: 'Long Live Duke Aldemar'.",
+    ]
+    play, duke = _calls_after([posters], [(line, None) for line in lines])
+    assert play.arguments == {"wording": "The Miller's Daughter, three nights only", "copies": 30}
+    assert duke.arguments == {"wording": "Long Live Duke Aldemar", "copies": 20}
+    line = "Could you make them into a book? Call it 'Nan Hobbes's Kitchen'. Leather, please."
+    (bound,) = _calls_after([book], [(line, None)])
+    assert bound.arguments == {"title": "Nan Hobbes's Kitchen"}
+    assert sq.unquoted("Ten, reading 'three nights only'.") == "Ten, reading ''."
+    assert sn.numbers("two score of them", wording) == [40]
+    assert sn.numbers("Settle the score, two of them", wording) == [2]
+
+
+def test_a_correction_naming_another_arguments_value_keeps_the_rest_of_the_call() -> None:
+    device = tl.ToolParamDefinition("device", "string", "What is cut into it, in their words.")
+    line = "No, wait. Make it brass and set it in a ring, I'll be sealing letters with it."
+    avoid = frozenset({"cut", "seal", "device", "material", "ring", "wood", "brass"})
+    fish = ss.Fill("", "", ", ", line, avoid, False, earlier=("a fish",))
+    assert ss.string_values(fish, device) == ["a fish"]
+    book = tl.ToolDefinition(
+        "bind_book",
+        "Bind pages into a book.",
+        [
+            tl.ToolParamDefinition("cover", "string", "The cover.", enum=["cloth", "leather"]),
+            tl.ToolParamDefinition("pages", "integer", "How many pages."),
+        ],
+    )
+    journal = _after_call("Bind my journal, ninety pages.", "bind_book",
+                          {"cover": "cloth", "pages": 90})  # fmt: skip
+    # A correction that says no number keeps the count, whatever "a gift" says.
+    line = "Oh, actually, make it leather, would you? It's going to be a gift."
+    (call,) = _calls_after([book], [(line, journal)])
+    assert call.arguments == {"cover": "leather", "pages": 90}
+
+
+def test_thanks_and_then_a_warning_and_forgetting_it_are_talk() -> None:
+    scorer = ScoringMock("mock", script=["unused"])
+    # However sure the request step is: the scripted scorer reads every line as a request.
+    assert run(scorer, node(), "Thanks, Bram. Mind your fingers with two apples.")["calls"] == []
+    assert run(scorer, node(), "Thanks. Give me two apples.")["calls"] != []
+    assert run(scorer, node(), "Actually, forget it. Two apples is dear.")["calls"] == []

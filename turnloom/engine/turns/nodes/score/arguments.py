@@ -124,6 +124,7 @@ from .reading.numbers import (
     says_one,
     singular,
 )
+from .reading.quotes import unquoted
 from .reading.sentences import CORRECTION, PRONOUN, before_order, goes_on_unnamed
 from .reading.strings import MESSAGE, Fill, is_message, string_values
 from .reading.values import (
@@ -186,9 +187,8 @@ async def fill_arguments(
     counted = [p for p in tool.parameters if p.type in ("integer", "number")]
     units = frozenset(singular(w.lower()) for p in counted for w in WORD.findall(p.description))
     units -= FILLER | {"how"}
-    # A line going on from the last call naming no one keeps whose it is ("And my owl as well,
-    # same three days."); said how in a flag's words ("Oh, and have it wait for her answer."),
-    # all that call's free text.
+    # Going on from the last call naming no one keeps whose it is ("And my owl as well"); said
+    # in a flag's words ("Oh, and have it wait for her answer."), all that call's free text.
     goes_on = goes_on_unnamed(line)
     keeps = goes_on and says_a_flag(tool, line)
     for i, param in enumerate(tool.parameters):
@@ -330,8 +330,8 @@ async def _fill(
         return _finished(fill, param, value), margin
     else:
         counts = [v for v in fill.earlier if is_count(v)]
-        # "Twice as long" as the last call is twice its span of time; "twice as many" twice
-        # its count.
+        line = unquoted(line)  # "Thirty posters reading '... three nights only'": thirty
+        # "Twice as long" as the last call is twice its time; "twice as many" twice its count.
         last = counts[-1] if counts else None
         if isinstance(last, int | float) and (said_against := against_last(line, param, last)):
             return said_against, math.nan
@@ -356,14 +356,14 @@ async def _fill(
             untold = described_count(param.description)
             if untold is not None and not counts:
                 return untold, None
-            if says_one(line):
+            if says_one(line) and not (corrected and counts):  # not "make it leather, a gift"
                 return 1, math.nan
             return (counts[-1], math.nan) if counts else (1, None)
         if len(values) < 2:
             return values[0], math.nan
         choices = [f"{json.dumps(v)}{end}" for v in values]
-        scores = await backend.score_choices(
-            prompt(header, line, opened), choices, agent_id=agent_id
+        scores = await backend.score_choices(  # the line as said, quotes and all
+            prompt(header, fill.line, opened), choices, agent_id=agent_id
         )
     chosen, margin = best(scores)
     return values[chosen], margin

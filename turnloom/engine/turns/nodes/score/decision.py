@@ -28,9 +28,9 @@ few-shot prompt (`ModelBackend.score_choices`), in three steps:
    whole. An order with a question tagged on ("Assay this lump, would you?") is no question; a
    line that opens by taking leave, with thanks or a greeting ("Goodbye, and mind the shaft.",
    "Thank you kindly. You've a gift with horses.", "Peace be upon you!") is talk unless the step
-   is sure it asks, and after a farewell or a warning only a clause opening with a tool's verb
-   asks ("Farewell, Hesper. Keep the boilers burning." is a wish, as is "Mind you ..."), as after
-   a line that declines ("No, I don't need a bird today", "Oh, not yet.").
+   is sure it asks, and after a farewell or a warning (alone or after thanks) only a clause
+   opening with a tool's verb asks ("Farewell, Hesper. Keep the boilers burning." is a wish, as
+   are "Mind you ..." and "Thanks. Mind your fingers."), as after a line that declines.
 2. **Which tool.** The options are the tools' names spelled as words ("open door") and
    "talk" for no tool, after a prompt of examples only: per tool, its description said by the
    player (that tool) and two remarks that mention its object without asking for it (talk),
@@ -128,7 +128,7 @@ _FOR = re.compile(r"\bfor\b[^,.;:!?]*", re.IGNORECASE)
 #: Ways of taking leave, and of warning ("Mind you don't let the furnace go out tonight.").
 _FAREWELLS = (
     r"good-?bye|farewell|bye|good ?night|so long|see you|take care|fair winds|safe travels|"
-    r"godspeed|mind (?:you|how)"
+    r"godspeed|mind (?:you|your|how)"
 )
 #: A line that opens by taking leave, with thanks or a greeting: what follows is a wish or a
 #: remark ("Goodbye, and mind the shaft.", "Thank you kindly. You've a gift with horses.",
@@ -145,12 +145,13 @@ _TELL_ME = re.compile(
     re.IGNORECASE,
 )
 #: A line that opens by withdrawing, forbidding or declining ("Never mind, ...", "Don't send
-#: anything yet", "No, I don't need a room, I'm camping.", "Oh, not yet.", "Not today";
-#: not "Don't forget to...").
+#: anything yet", "No, I don't need a room, I'm camping.", "Oh, not yet.", "Not today",
+#: "Actually, forget it."; not "Don't forget to...").
 _WITHDRAWS = re.compile(
     r"\W*(?:never\s*mind\b|(?:don't|do\s+not)\s+(?!forget\b)|no\s+need\b"
     r"|(?:(?:no|nah)\W+)?(?:i|we)\s+(?:don't|do\s+not)\s+(?:need|want)\b"
-    r"|(?:(?:oh|no)\W+)?not\s+(?:yet|today|now|this\s+time)\b)",
+    r"|(?:(?:oh|no)\W+)?not\s+(?:yet|today|now|this\s+time)\b"
+    r"|(?:(?:actually|oh|no)\W+)?forget\s+(?:it|that|about\s+it)\b)",
     re.I,
 )
 #: A line that is one question about what would happen if: "If I bought twenty stamps, would
@@ -312,7 +313,9 @@ async def decide_by_score(
     withdraws = _WITHDRAWS.match(line) is not None
     if withdraws and (refused := [tool.name for tool in tools if refuses(tool, line)]):
         diagnostics["refused"] = refused[0]
-    if _FAREWELL.match(line) or withdraws:
+    # Thanks and then a warning or a farewell is one too ("Thanks, Bram. Mind your fingers.").
+    thanks_then = _OPENS_AS_TALK.match(line) and said[1:] and all(map(_FAREWELL.match, said[1:]))
+    if _FAREWELL.match(line) or thanks_then or withdraws:
         clauses = _CLAUSES.split(line)[1:]
         requested = requested and any(opens_with_verb(tools, c) for c in clauses)
     if _SUPPOSES.match(line):

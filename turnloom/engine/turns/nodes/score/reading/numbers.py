@@ -42,8 +42,8 @@ _NUMBER_WORDS = {
      "hundred": 100}  # fmt: skip
 #: Words that multiply the number before them ("two hundred", "a thousand").
 _SCALES = {"hundred": 100, "thousand": 1000}
-#: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two pairs").
-COUNTS = {"dozen": 12, "couple": 2, "pair": 2, "brace": 2}
+#: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two score").
+COUNTS = {"dozen": 12, "couple": 2, "pair": 2, "brace": 2, "score": 20}
 #: Words that say which one of a row, not how many ("the fifth level", "the 3rd cellar"): a
 #: number too, for a level, a floor or a place in a queue, after the numbers the line counts.
 _ORDINALS = {

@@ -7,8 +7,8 @@ seven."), changes or repeats the last call ("No wait — give it out on the quay
 sentence gives an order in so many words ("Put 3 hounds on the trail": `gives_order`), where a
 message ends before an order to its carrier (", and bring me back word": `before_order`), and
 whom an order points back at ("put her in the vats": `POINTED_BACK`); whether a line goes on
-from the last one ("Oh, and ...": `GOES_ON`), whether it names anyone (`names_anyone`), and
-whom it points to without naming (`PRONOUN`).
+from the last one ("Oh, and ...": `GOES_ON`) or asks for the same again (`asks_same`), whether
+it names anyone (`names_anyone`), and whom it points to without naming (`PRONOUN`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 
 from .names import KIN, proper_names
-from .values import WORD, words
+from .quotes import quoted
+from .values import WORD, clauses, spelled, words
 
 __all__ = [
     "CORRECTION",
@@ -26,6 +27,7 @@ __all__ = [
     "PRONOUN",
     "WHERE_ONE_WILL_BE",
     "asked_order",
+    "asks_same",
     "before_order",
     "gives_order",
     "goes_on_unnamed",
@@ -36,6 +38,7 @@ __all__ = [
     "past_leading",
     "pointed_at",
     "redoes",
+    "said_as",
     "sentences",
     "without_thanks",
 ]
@@ -149,6 +152,20 @@ _REDOES = re.compile(
 def redoes(line: str) -> bool:
     """Whether `line` opens by changing or repeating the last call (`_REDOES`)."""
     return _REDOES.match(line) is not None
+
+
+def said_as(name: str) -> str:
+    """An argument's name as the words a line says it in, singular ("message", "pack horse")."""
+    return " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
+
+
+def asks_same(line: str, name: str, message: bool = False) -> bool:
+    """Whether `line` asks for the same `name` again ("send the same message to..."), as one
+    sending a message elsewhere does, relaying nothing new ("Send them there instead.")."""
+    if message and re.search(r"\binstead\b", line, re.I) and not (clauses(line) or quoted(line)):
+        return True
+    said = said_as(name)
+    return bool(said) and re.search(rf"\bsame\s+{re.escape(said)}s?\b", line, re.I) is not None
 
 
 #: A sentence that tells where the speaker will be: "I'll be in my dressing room.", "We will be

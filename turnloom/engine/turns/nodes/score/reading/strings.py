@@ -1,8 +1,8 @@
 """Which spans of a player's line a free-text argument may take, for the `score` decision's
-arguments (`arguments`, whose docstring gives the rules): the candidates of
-`values.spans`, narrowed by what the line says of them (a message's clause, a
-correction, more of the same, a proper name or a title, whom something is for, a reason, the
-name the line is said to, a place, an owner, a sentence's subject).
+arguments (`arguments`, whose docstring gives the rules): the candidates of `values.spans`,
+narrowed by what the line says of them (a quote, a message's clause, a correction, more of the
+same, a proper name or a title, whom something is for, a reason, the name the line is said to,
+a place, an owner, a sentence's subject).
 """
 
 from __future__ import annotations
@@ -43,7 +43,17 @@ from .names import (
     with_street,
 )
 from .numbers import singular
-from .sentences import CORRECTION, POINTED_BACK, asked_order, labelled, pointed_at, redoes
+from .quotes import is_worded, quoted
+from .sentences import (
+    CORRECTION,
+    POINTED_BACK,
+    asked_order,
+    asks_same,
+    labelled,
+    pointed_at,
+    redoes,
+    said_as,
+)
 from .values import (
     MORE,
     SENTENCE_WORDS,
@@ -55,7 +65,6 @@ from .values import (
     is_name,
     is_place,
     is_sentence,
-    quoted,
     singular_words,
     spans,
     spelled,
@@ -93,8 +102,7 @@ class Fill:
     tool_description: str = ""
     #: The tool's name ("open_portal").
     tool_name: str = ""
-    #: Whether a count argument comes after the tool's first one (a correction's number is
-    #: the first's).
+    #: Whether a count argument comes after the tool's first one (a correction's is the first's).
     later_count: bool = False
     #: Whether another argument of the tool counts time (a span of time is its number).
     time_elsewhere: bool = False
@@ -123,10 +131,10 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     of the call took, then the values earlier calls gave it."""
     sentence = is_message(param)
     message = is_message(param, MESSAGE)  # "What to carry" is a sentence, not a message
-    # What a line quotes (or gives after a colon, or after what the description calls it:
-    # "the words Happy Name-Day, Pell") is the message, not the person it is for.
+    # What a line quotes (or gives after a colon or what the description calls it: "the words
+    # Happy Name-Day, Pell") is the message (not whom it is for), or the words to set down.
     declared = declared_words(param)
-    said = sentence and not describes_person(param)
+    said = (sentence or is_worded(param)) and not describes_person(param)
     if said and (given := quoted(fill.line) or labelled(fill.line, declared)):
         return given
     # Or the sentence an order points at: "The bridge is shut. Cry it at the quay."
@@ -167,12 +175,13 @@ def string_values(fill: Fill, param: ToolParamDefinition) -> list[str]:
     # out on the quay", "And the same to the churchwarden"), unless it relays new ones.
     person = takes_person(param) or describes_person(param)
     redone = message and not person and redoes(fill.line) and not clauses(fill.line)
-    if kept and (redone or _same(fill.line, param.name, message)):
+    if kept and (redone or asks_same(fill.line, param.name, message)):
         return kept[-1:]
     corrected = CORRECTION.search(fill.line)
     if corrected and kept:
         found = [v for v in found if v in corrected.group(1)]
-        if not found:
+        # Nor does one that names another argument's value ("Make it brass and set it in a ring").
+        if not found or corrected.group(1).split()[0].strip(",").lower() in fill.avoid:
             return kept[-1:]
     # What an earlier call gave is kept only when the line names nothing itself, but whom
     # it is for: "And two more." and "And two more for my friend." keep the ale, "And pay
@@ -326,7 +335,7 @@ def _addressed(line: str, value: str, name: str) -> bool:
     said = rf",\s*{re.escape(value)}\s*(?:[.!?]|$)"
     if not value[:1].isupper() or re.search(said, line) is None:
         return False
-    thing = _thing(name)
+    thing = said_as(name)
     # "the white one, Son of the Wind.": "one" stands for the thing too; "her sister, Wenna
     # Orrey." names the sister.
     things = rf"(?:{re.escape(thing)}s?|one|{KIN})" if thing else f"(?:one|{KIN})"
@@ -339,24 +348,10 @@ def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) 
     return is_sentence(param, by) and not takes_person(param)
 
 
-def _thing(name: str) -> str:
-    """An argument's name as the words a line says it in, singular ("message", "pack horse")."""
-    return " ".join(WORD.findall(spelled(name))).lower().removesuffix("s")
-
-
-def _same(line: str, name: str, message: bool = False) -> bool:
-    """Whether `line` asks for the same `name` again ("send the same message to..."), as one
-    sending a message elsewhere does, relaying nothing new ("Send them there instead.")."""
-    if message and re.search(r"\binstead\b", line, re.I) and not (clauses(line) or quoted(line)):
-        return True
-    said = _thing(name)
-    return bool(said) and re.search(rf"\bsame\s+{re.escape(said)}s?\b", line, re.I) is not None
-
-
 def _names(line: str, value: str, name: str) -> bool:
     """Whether `value` is followed in `line` by `name`'s words ("galley" in "the galley
     locker" for a "locker"), singular or plural."""
-    said = _thing(name)
+    said = said_as(name)
     if not said:
         return False
     after = rf"{re.escape(value)}\s+{re.escape(said)}s?(?![\w'-])"

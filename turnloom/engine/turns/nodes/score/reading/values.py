@@ -21,6 +21,7 @@ __all__ = [
     "MORE",
     "PREPOSITIONS",
     "SENTENCE_WORDS",
+    "TAGGED",
     "WORD",
     "after_numbers",
     "clauses",
@@ -253,31 +254,15 @@ def clauses(line: str) -> list[str]:
     say the north road is blocked."), to the end of the sentence, less a question or a
     "please" tagged on to it ("Send him word that I'll take the job, would you?")."""
     found = (" ".join(m.group(1).split()).strip(" ,") for m in _CLAUSE.finditer(line))
-    return [_TAGGED.sub("", clause) for clause in found]
+    return [TAGGED.sub("", clause) for clause in found]
 
 
 #: What asks politely at the end of a clause, after a comma: "..., would you", "..., please".
-_TAGGED = re.compile(
+TAGGED = re.compile(
     r",\s*(?:please|(?:would|will|could|can|won't)\s+(?:you|ya)(?:\s+please)?"
     r"|if\s+you\s+(?:would|could|please|don't\s+mind)|if\s+that's\s+all\s+right)\s*$",
     re.IGNORECASE,
 )
-
-
-def quoted(line: str) -> list[str]:
-    """The words a line quotes, in double or single quotes ('tell them, "Hold the barge till
-    dusk."', "Embroider 'For Mira, always' on the cuff."), or gives after a colon or "saying"
-    ("on this banner: Steady Hands, Steady Hearts?"), less a tag after it as `clauses`."""
-    found = [q for m in _QUOTED.finditer(line) if (q := (m.group(1) or m.group(2)).strip(" .,"))]
-    introduced = (_TAGGED.sub("", m.group(1).strip(" .,")) for m in _INTRODUCED.finditer(line))
-    return found or [q for q in introduced if q]
-
-
-#: Words in double quotes, or in single ones (an apostrophe inside a word is no quote: "the
-#: smith's", "I'm").
-_QUOTED = re.compile(r'"([^"]+)"|(?<!\w)\'((?:[^\'\n]|(?<=\w)\'(?=\w))+)\'(?!\w)')
-#: What a colon or "saying" introduces, to the end of its sentence.
-_INTRODUCED = re.compile(r"(?::|\bsaying\b,?)\s+([^.!?;]+)", re.IGNORECASE)
 
 
 def spans(

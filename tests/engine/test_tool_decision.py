@@ -3104,3 +3104,10 @@ def test_thanks_and_then_a_warning_and_forgetting_it_are_talk() -> None:
     assert run(scorer, node(), "Thanks, Bram. Mind your fingers with two apples.")["calls"] == []
     assert run(scorer, node(), "Thanks. Give me two apples.")["calls"] != []
     assert run(scorer, node(), "Actually, forget it. Two apples is dear.")["calls"] == []
+
+
+def test_how_many_times_and_each_are_no_free_text() -> None:
+    line = "copy this contract three times, one each for me, my master and the guild"
+    found = sv.spans(line, frozenset({"copy", "document"}), True)
+    assert "contract" in found
+    assert not {"times", "each"} & set(found)

@@ -265,6 +265,11 @@ TAGGED = re.compile(
 )
 
 
+#: Words no span starts or ends with: filler, and how often or for whom of a count ("three
+#: times", "one each").
+_EDGES = FILLER | {"times", "each"}
+
+
 def spans(
     line: str, avoid: frozenset[str], numeric: bool, longest: int = 4, *, strict: bool = False
 ) -> list[str]:
@@ -274,7 +279,7 @@ def spans(
     possessive ends at its owner: "Farmer Hobb's tab" offers "Farmer Hobb", not "Hobb's"."""
 
     def edge(word: str) -> bool:
-        return word in FILLER or word in avoid or (numeric and is_number(word))
+        return word in _EDGES or word in avoid or (numeric and is_number(word))
 
     words = list(WORD.finditer(line))
     spans: dict[str, None] = {}

@@ -232,9 +232,9 @@ register_model(
         stop=("<start_of_turn>",),
         # Prompt batches on as many threads as generation (llama.cpp's default is every core):
         # ggml's threads spin at barriers, so on a small shared machine one preempted thread
-        # stalls the rest. On an idle 2-core machine it costs the score decision about 40 %
-        # (printworks' median 394 ms on one thread, 237 on two); with the other core busy, two
-        # threads took 4,142 ms where one kept 397.
+        # stalls the rest. On an idle 2-core machine one thread makes a score decision take
+        # 1.7 times as long as two (printworks' median 394 ms against 237); with the other core
+        # busy, two threads took 4,142 ms where one kept 397.
         llama_options={"n_threads_batch": max((os.cpu_count() or 2) // 2, 1)},
         description="Gemma 3 270M Q4_K_M (base model), embedded via PyPI; runs anywhere",
     )

@@ -26,7 +26,11 @@ over all the sets run, so a miss in "right tool + args" shows which kind of argu
 The script checks its own work: every output is classified exactly once and the counts add up.
 The ``score`` decision's times are then taken again (``--rounds``, default 2 more passes)
 with the sets interleaved, each line keeping its fastest time, and each six-tool set's median
-is printed over the three-tool set's, with how many decisions a later pass made otherwise.
+is printed over the three-tool set's, with how many decisions a later pass made otherwise. A
+set's lines are longer or shorter than the three-tool set's, and a decision's cost follows the
+line, so each six-tool set's lines are also decided with only its first three tools (timed
+alongside, in every pass): that ratio, the same lines with six tools over three, is what the
+number of tools itself costs.
 Run from the repository root: ``.venv/bin/python -m bench.toolcall_quality [--sets craft]
 [--only score] [--limit N] [--rounds N] [--verbose]``.
 """
@@ -242,9 +246,19 @@ def _limited(cases: list[Case], limit: int) -> list[Case]:
     return [c for c in cases if c.tool][:limit] + [c for c in cases if not c.tool][:limit]
 
 
+def first_tools(pset: PromptSet, count: int) -> PromptSet:
+    """`pset` with only its first `count` tools (and their enums), the same lines: what the
+    number of tools costs, the lines held equal (its decisions are not judged)."""
+    kept = {name for name, _, _ in pset.tools[:count]}
+    enums = {key: values for key, values in pset.enums.items() if key[0] in kept}
+    name = f"{pset.name}/{count} tools"
+    return dataclasses.replace(pset, name=name, tools=pset.tools[:count], enums=enums)
+
+
 def _print_ratios(sets: list[PromptSet], medians: dict[str, dict[str, float]]) -> None:
     """Median ms per decision of each six-tool set over the three-tool set's (shop), per row,
-    all from this run (the machine's load hits both alike)."""
+    and over its own lines with its first three tools (`first_tools`), all from this run (the
+    machine's load hits them alike)."""
     three = [p.name for p in sets if len(p.tools) == 3]
     six = [p.name for p in sets if len(p.tools) == 6]
     if not three or not six:
@@ -255,6 +269,12 @@ def _print_ratios(sets: list[PromptSet], medians: dict[str, dict[str, float]]) -
             base = medians[three[0]].get(label)
             if base:
                 print(f"  {name:<8} {label:<18} {ms:7.0f} / {base:7.0f} = {ms / base:.2f}x")
+    fewer = [(name, f"{name}/3 tools") for name in six if f"{name}/3 tools" in medians]
+    if fewer:
+        print("\nmedian ms per decision, the same lines with 6 tools over their first 3, this run:")
+    for name, cut in fewer:
+        ms, base = medians[name]["score"], medians[cut]["score"]
+        print(f"  {name:<8} {'score':<18} {ms:7.0f} / {base:7.0f} = {ms / base:.2f}x")
 
 
 def _score_rounds(
@@ -320,6 +340,8 @@ def main() -> None:
     scored: dict[str, Run] = {}
     #: Every set's arguments of right-tool calls, per strategy (`Run.arguments`).
     kinds: dict[str, list[tuple[str, bool]]] = {}
+    #: The sets whose score decisions are timed again in the later passes.
+    timed = list(sets)
     with tl.Engine(model) as engine:
         # One untimed turn first: the first decode of a fresh context is slower.
         first = sets[0]
@@ -338,6 +360,11 @@ def main() -> None:
             for r in runs:
                 if r.label == "score":
                     scored[pset.name] = r
+                    if len(pset.tools) == 6:  # timed only, in every pass (`first_tools`)
+                        fewer = first_tools(pset, 3)
+                        timed.append(fewer)
+                        scored[fewer.name] = run(tl, engine, model, "score", "score",
+                                                 "required", fewer, cases, False)  # fmt: skip
             print_table(
                 ["strategy/grammar", "valid-or-clean", "right decision", "right tool",
                  "right tool + args", "ms/decision"],
@@ -348,15 +375,15 @@ def main() -> None:
             for r in runs:
                 kinds.setdefault(r.label, []).extend(r.arguments)
         if scored and args.rounds:
-            by_name = {p.name: _limited(p.cases, args.limit) for p in sets}
-            differed = _score_rounds(tl, engine, model, sets, by_name, scored, args.rounds)
-            for name, r in scored.items():
-                medians[name]["score"] = statistics.median(r.millis)
+            by_name = {p.name: _limited(p.cases, args.limit) for p in timed}
+            differed = _score_rounds(tl, engine, model, timed, by_name, scored, args.rounds)
+        for name, r in scored.items():
+            medians.setdefault(name, {})["score"] = statistics.median(r.millis)
     model.close()
     if scored and args.rounds:
         print(f"\nscore: each line's best of {args.rounds + 1} passes, interleaved across the "
               f"sets ({differed} decisions came out otherwise than the first time):")  # fmt: skip
-        rows = [[p.name, len(p.tools), f"{medians[p.name]['score']:.0f}"] for p in sets]
+        rows = [[p.name, len(p.tools), f"{medians[p.name]['score']:.0f}"] for p in timed]
         print_table(["set", "tools", "median ms/decision"], rows)
     _print_ratios(sets, medians)
     print(f"\narguments of the calls with the right tool, by kind, over the {len(sets)} sets:")

@@ -137,6 +137,11 @@ not intent:
   sealed the same way, kept out of every run until it judged the code as it stood after
   glassworks' rules (described enum values, what one does oneself, "Mind you ...", whose it is
   in a follow-up), a development set since.
+- **observatory** (`data/observatory_sealed.json`, 60 lines, 6 tools, the keeper of a
+  hilltop observatory and its shop of instruments; sha256
+  9b6f35b7231286326b001d6a6f7a916c38c3e2e2840ee5298ca76dc1801350da): written sealed the same
+  way, kept out of every run until it judged the code as it stood after printworks' rules (and
+  with the benchmark timing each six-tool set's lines with its first three tools as well).
 
 The six-tool sets have enum, integer, boolean and free-text arguments, small talk of
 gratitude, farewells, compliments and questions about the tools' objects, and multi-turn cases:
@@ -451,6 +456,7 @@ VINEYARD = load_set(_DATA / "vineyard_sealed.json", _JUDGED)
 FALCONER = load_set(_DATA / "falconer_sealed.json", _JUDGED)
 GLASSWORKS = load_set(_DATA / "glassworks_sealed.json", _JUDGED)
 PRINTWORKS = load_set(_DATA / "printworks_sealed.json", _JUDGED)
+OBSERVATORY = load_set(_DATA / "observatory_sealed.json")
 
 SETS = {
     s.name: s
@@ -487,5 +493,6 @@ SETS = {
         FALCONER,
         GLASSWORKS,
         PRINTWORKS,
+        OBSERVATORY,
     )
 }

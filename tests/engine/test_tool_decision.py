@@ -386,6 +386,17 @@ def test_a_message_is_the_clause_after_its_verb_not_the_recipient() -> None:
     assert max(len(v.split()) for v in ss.string_values(long, door)) == 4  # a name is short
 
 
+def test_where_a_message_goes_is_a_place_not_what_the_line_quotes() -> None:
+    where = tl.ToolParamDefinition("destination", "string", "Where the message is sent to.")
+    what = tl.ToolParamDefinition("message", "string", "The message to send.")
+    assert ss.is_message(what) and not ss.is_message(where)
+    line = "Can you signal the abbey at Greymoor? Tell them 'Brother Anselm arrives Thursday'."
+    fill = ss.Fill("", "", ")", line, frozenset({"signal"}), False,
+                   taken=frozenset({"brother", "anselm", "arrives", "thursday"}))  # fmt: skip
+    assert ss.string_values(fill, what) == ["Brother Anselm arrives Thursday"]
+    assert ss.string_values(fill, where) == ["Greymoor"]
+
+
 def test_a_possessive_offers_its_owner_and_a_counted_noun_is_a_whole_word() -> None:
     found = sv.spans("Add 10 silver to Farmer Hobb's tab.", frozenset({"tab"}), True)
     assert "Farmer Hobb" in found and "Hobb" in found

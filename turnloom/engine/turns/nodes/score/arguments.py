@@ -28,39 +28,39 @@ choice's prompt) are not needed here.
   arguments' names or a value another argument declares, nor holding a number when the tool has a
   numeric argument; a possessive gives its owner: "Farmer Hobb"), followed greedily along the
   model's likeliest tokens. A message or an errand (a string whose name or description says so, but
-  not whom it is for: "Who the message is for" is a name) is a longer span, the clause after "that"
-  or "saying" first, and never the words another argument of the call took; what a number counts
-  comes right after it ("three bandages"), unless it is what a count of the tool is counted in ("One
-  bottle." of oil for "How many bars, bottles, jars or flasks"), and the words right before the
-  argument's own name are its value ("the galley locker"), and a thing's name ("The ship's name.")
-  is capitalised ("the Sea Swallow"); the one the line is said to ("Put it on my tab, Ilse.") is no
-  value; a name (not a message) takes the words describing it, back to its determiner ("some willow
-  bark"), and a value that stops inside a capitalised name goes on to its end ("end of the North
-  Mole"); a line that names nothing (but whom it is for: "And two more for my friend.") keeps an
-  earlier call's value, and one that asks for more of the same ("And two more for Rosa's crew.") has
-  only that value for an object, as has a correction ("Actually, make it urgent, he's hurt his
-  leg.") that names no other after "make it" (and a flag it names is set: "make it urgent"), or
-  names another argument's value there ("Make it brass and set it in a ring"); a proper name of
-  several capitalised words ("the Widow's Seam") is taken whole by an object or a place, and so is a
-  capitalised word after an article or a possessive ("the Prince", "our Gravedigger"); what the line
-  turns down ("the oak chest, not the pine one") is no value, nor, for an object, what a reason
-  clause says ("..., Ilsa sprained her ankle."); "Same for X" after a call gives X, not whom it is
-  for, and "the same message" the last one. A number counts things, not a name, a person or a place
-  ("Give Sorrel 3 scoops of oats" feeds Sorrel); a name said only as a place ("from Hollin Cross")
-  gives way to another, and a sentence's capitalised subject ("Bramble looks half-starved.") is a
-  name when the line has no other, and a name is all of it ("the Maiden of Corrow"), or the earlier
-  call's if the line says none ("Send her to the dry dock instead."), and beside a place argument,
-  "to" says whom and "in" or "at" where ("to Bashir the farrier in Port Sabra"); an owner is whose
-  the line says something is ("The magistrate's horse"); a place (a string described by where it
-  goes) is where the line sends something, all of its name ("to the Isle of Kerrow"); a message, or
-  words to set down (a poster's wording, a book's title), is the words the line quotes, if it quotes
-  any, or the sentence an order points at ("The bridge is shut. Cry it at the quay."), never the
-  order to its carrier it goes on with ("..., and bring me back word"), and the earlier call's if
-  the line's only words are whom it goes to ("Tell the Crimson Pike too.") or it changes or repeats
-  the call ("No wait — give it out on the quay", "And the same to the churchwarden"). Every
-  free-text value is the last call's where the line goes on from it to say how, in a flag's words,
-  and names no one ("Oh, and have it wait for her answer."); whom it is for, where it names no one
-  ("And my owl as well").
+  not whom it is for: "Who the message is for" is a name, nor "Where the message is sent to", a
+  place) is a longer span, the clause after "that" or "saying" first, and never the words another
+  argument of the call took; what a number counts comes right after it ("three bandages"), unless it
+  is what a count of the tool is counted in ("One bottle." of oil for "How many bars, bottles, jars
+  or flasks"), and the words right before the argument's own name are its value ("the galley
+  locker"), and a thing's name ("The ship's name.") is capitalised ("the Sea Swallow"); the one the
+  line is said to ("Put it on my tab, Ilse.") is no value; a name (not a message) takes the words
+  describing it, back to its determiner ("some willow bark"), and a value that stops inside a
+  capitalised name goes on to its end ("end of the North Mole"); a line that names nothing (but whom
+  it is for: "And two more for my friend.") keeps an earlier call's value, and one that asks for
+  more of the same ("And two more for Rosa's crew.") has only that value for an object, as has a
+  correction ("Actually, make it urgent, he's hurt his leg.") that names no other after "make it"
+  (and a flag it names is set: "make it urgent"), or names another argument's value there ("Make it
+  brass and set it in a ring"); a proper name of several capitalised words ("the Widow's Seam") is
+  taken whole by an object or a place, and so is a capitalised word after an article or a possessive
+  ("the Prince", "our Gravedigger"); what the line turns down ("the oak chest, not the pine one") is
+  no value, nor, for an object, what a reason clause says ("..., Ilsa sprained her ankle."); "Same
+  for X" after a call gives X, not whom it is for, and "the same message" the last one. A number
+  counts things, not a name, a person or a place ("Give Sorrel 3 scoops of oats" feeds Sorrel); a
+  name said only as a place ("from Hollin Cross") gives way to another, and a sentence's capitalised
+  subject ("Bramble looks half-starved.") is a name when the line has no other, and a name is all of
+  it ("the Maiden of Corrow"), or the earlier call's if the line says none ("Send her to the dry
+  dock instead."), and beside a place argument, "to" says whom and "in" or "at" where ("to Bashir
+  the farrier in Port Sabra"); an owner is whose the line says something is ("The magistrate's
+  horse"); a place (a string described by where it goes) is where the line sends something, all of
+  its name ("to the Isle of Kerrow"); a message, or words to set down (a poster's wording, a book's
+  title), is the words the line quotes, if it quotes any, or the sentence an order points at ("The
+  bridge is shut. Cry it at the quay."), never the order to its carrier it goes on with ("..., and
+  bring me back word"), and the earlier call's if the line's only words are whom it goes to ("Tell
+  the Crimson Pike too.") or it changes or repeats the call ("No wait — give it out on the quay",
+  "And the same to the churchwarden"). Every free-text value is the last call's where the line goes
+  on from it to say how, in a flag's words, and names no one ("Oh, and have it wait for her
+  answer."); whom it is for, where it names no one ("And my owl as well").
 - **Enums** are chosen among the values the line names, as written or in words ("storm_warning":
   "the storm warning", "drydock": "the dry dock"), not among those it turns down ("the south
   bank, not the north"), else among those whose explanation in the description it names most

@@ -344,8 +344,10 @@ def _addressed(line: str, value: str, name: str) -> bool:
 
 def is_message(param: ToolParamDefinition, by: frozenset[str] = SENTENCE_WORDS) -> bool:
     """Whether a string argument holds a message (`is_sentence`), not whom it is for: "Who
-    the message is for" is a name, widened as any name is ("the coast guard")."""
-    return is_sentence(param, by) and not takes_person(param)
+    the message is for" is a name, widened as any name is ("the coast guard"); nor where it
+    goes ("Where the message is sent to": a place, not what the line quotes)."""
+    where = param.description.lstrip().lower().startswith("where ")
+    return is_sentence(param, by) and not takes_person(param) and not where
 
 
 def _names(line: str, value: str, name: str) -> bool:

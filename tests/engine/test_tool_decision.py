@@ -272,6 +272,35 @@ def test_examples_show_the_tools_in_both_orders_and_remarks_ask_nothing() -> Non
     assert tp.tool_header(TOOLS[:1], tp.tool_labels(TOOLS[:1])).count(TOOLS[0].description) == 1
 
 
+LESSON = tl.ToolDefinition(
+    "teach_lesson",
+    "Teach a lesson on the stars.",
+    [
+        tl.ToolParamDefinition("pupils", "integer", "How many pupils come to the lesson."),
+        tl.ToolParamDefinition(
+            "evenings", "integer", "How many evenings the lessons run for: 1 (the default)."
+        ),
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "pupils", "evenings"),
+    [
+        ("Could you teach my lads? There's four of them.", 4, 1),  # one number, one count
+        ("Just me, mind. Three evenings should do it.", 1, 3),  # evenings count time
+        ("Teach the four of us for four evenings.", 4, 4),  # said in its own unit
+        ("can u teach me n my wife about the moon", 2, 1),  # pupils are people
+    ],
+)
+def test_a_number_goes_to_one_count_unless_said_in_the_others_unit(
+    line: str, pupils: int, evenings: int
+) -> None:
+    filled = asyncio.run(sa.fill_arguments(ScoringMock("m", script=["x"]), LESSON, line, (), 0))
+    assert filled.values == {"pupils": pupils, "evenings": evenings}
+    assert sn.counts_time(LESSON.parameters[1]) and sn.counts_people(LESSON.parameters[0])
+
+
 def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
     assert sn.numbers("Hammer out a dozen nails", COUNT) == [12]
     assert sn.numbers("two pairs of boots", COUNT) == [4]

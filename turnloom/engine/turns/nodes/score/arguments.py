@@ -68,8 +68,9 @@ choice's prompt) are not needed here.
   ("Actually, one way only."), else the one its description gives where none is named ("clear is
   the one to give when the visitor names no colour"), else among all.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a dozen",
-  "a score", "both", "two hundred and fifty"; for a count of days, "a week", "two weeks" or "for the
-  day", and a span of time is no count of things ("Three hours should do." is no number of guests);
+  "a score", "both", "two hundred and fifty"; for a count of days, nights or evenings, "a week",
+  "two weeks" or "for the day", and a span of time is no count of things ("Three hours should do."
+  is no number of guests);
   for one of hours, "an hour", "a couple of hours", "a whole day"; for one of minutes, "a quarter of
   an hour", "an hour and a half"; for one of people, a party the line lists: "me and my wife"), not
   those it turns down ("four, not five") nor those inside a quote; "twice as long" as the last call
@@ -77,8 +78,10 @@ choice's prompt) are not needed here.
   (not "a week", nor in a correction), else the value an earlier call gave, else 1. A correction's
   bare number is the call's first count ("Make that six." after four dockhands for two days), as is
   the number of one asking for more ("Add two more men to that."), the others keeping theirs unless
-  it says their unit. A count the line does not say at all (no number, no "a", no earlier call) is
-  listed as unread.
+  it says their unit. One number is one count's (`count_values`): a later count takes a number an
+  earlier one took only if the line says it in the later one's unit ("my lads, four of them" is
+  four pupils for one evening). A count the line does not say at all (no number, no "a", no
+  earlier call) is listed as unread.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ from .calibration import (
     says_urgent,
     urgency_margin,
 )
+from .count_values import count_value
 from .reading.booleans import (
     boolean_phrases,
     denied_clauses,
@@ -117,22 +121,15 @@ from .reading.booleans import (
 )
 from .reading.names import KIN, through_name
 from .reading.numbers import (
-    against_last,
     counts_time,
-    described_count,
     is_count,
-    numbers,
-    says_one,
     singular,
 )
-from .reading.quotes import unquoted
 from .reading.sentences import CORRECTION, PRONOUN, before_order, goes_on_unnamed
 from .reading.strings import MESSAGE, Fill, is_message, string_values
 from .reading.values import (
     FILLER,
-    MORE,
     WORD,
-    counts_own,
     describes_person,
     earlier_values,
     enum_values,
@@ -175,6 +172,7 @@ async def fill_arguments(
     margins: dict[str, float] = {}
     unread: list[str] = []
     taken: set[str] = set()
+    numbers_taken: tuple[object, ...] = ()
     call_text = f"\nCall: {tool.name}("
     # Words that name the tool are not its arguments ("open" in "open the iron gate"), nor
     # are the arguments' own names ("gold" is not the item of "12 gold for a dagger"); and a
@@ -198,7 +196,8 @@ async def fill_arguments(
         fill = Fill(
             header, call_text, end, line, avoid, numeric,
             tuple(earlier.get(param.name, ())), frozenset(taken), tool.description, tool.name,
-            later_count=param in counted[1:], units=units, spoken=last_exchange(dialog),
+            later_count=param in counted[1:], counted=numbers_taken, units=units,
+            spoken=last_exchange(dialog),
             time_elsewhere=any(counts_time(p) for p in counted if p is not param),
             place_elsewhere=any(is_place(p) for p in others),
             whom_elsewhere=any(is_name(p) or takes_person(p) for p in others),
@@ -209,6 +208,8 @@ async def fill_arguments(
         value, read = (kept[-1], math.nan) if kept else await _fill(backend, fill, param, agent_id)
         if isinstance(value, str) and not enum_values(param):
             taken |= words_of(value) - FILLER
+        if param in counted and is_count(value):
+            numbers_taken += (value,)
         values[param.name] = value
         if read is None:
             unread.append(param.name)
@@ -329,45 +330,7 @@ async def _fill(
             return spans[chosen], margin
         value = widened(line, spans[chosen], fill.avoid | fill.taken, fill.numeric)
         return _finished(fill, param, value), margin
-    else:
-        counts = [v for v in fill.earlier if is_count(v)]
-        line = unquoted(line)  # "Thirty posters reading '... three nights only'": thirty
-        # "Twice as long" as the last call is twice its time; "twice as many" twice its count.
-        last = counts[-1] if counts else None
-        if isinstance(last, int | float) and (said_against := against_last(line, param, last)):
-            return said_against, math.nan
-        # A correction's number is the call's first count ("Make that six." after four
-        # dockhands for two days: six dockhands), as is one asking for more ("Add two more
-        # men to that."); a later count stays unless it says its own unit ("Make it three
-        # days.").
-        correcting = fill.later_count and counts and (CORRECTION.search(line) or MORE.search(line))
-        if correcting and not counts_own(line, param):
-            return counts[-1], math.nan
-        timed = fill.time_elsewhere
-        # The first count's correction says it ("Actually make it five, I've got two birds").
-        corrected = CORRECTION.search(line) if not fill.later_count else None
-        made = numbers(corrected.group(1), param, time_elsewhere=timed) if corrected else []
-        if len(made) == 1:
-            return made[0], math.nan
-        values = numbers(unnegated(line), param, time_elsewhere=timed) or numbers(
-            line, param, time_elsewhere=timed
-        )  # "four, not five"
-        if not values:  # no number: the description's count for none, unread (not after a call),
-            # else 1 for "a" or "another", else an earlier call's ("pay Sal the same"), else 1
-            untold = described_count(param.description)
-            if untold is not None and not counts:
-                return untold, None
-            if says_one(line) and not (corrected and counts):  # not "make it leather, a gift"
-                return 1, math.nan
-            return (counts[-1], math.nan) if counts else (1, None)
-        if len(values) < 2:
-            return values[0], math.nan
-        choices = [f"{json.dumps(v)}{end}" for v in values]
-        scores = await backend.score_choices(  # the line as said, quotes and all
-            prompt(header, fill.line, opened), choices, agent_id=agent_id
-        )
-    chosen, margin = best(scores)
-    return values[chosen], margin
+    return await count_value(backend, fill, param, opened, agent_id)
 
 
 def _finished(fill: Fill, param: ToolParamDefinition, value: str) -> str:

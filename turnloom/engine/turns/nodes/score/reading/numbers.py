@@ -58,7 +58,7 @@ _ORDINALS = {
 }
 _ORDINAL_DIGITS = re.compile(r"(\d+)(?:st|nd|rd|th)")
 #: Spans of time in days: "a week" is 7 of an argument counted in days or nights.
-_DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+_DAYS = {"day": 1, "night": 1, "evening": 1, "week": 7, "fortnight": 14}
 _WEEKS = {"week": 1, "fortnight": 2}
 #: Spans of time an argument counted in days or nights counts in too.
 DAY_SPANS = frozenset(_DAYS)
@@ -117,15 +117,15 @@ def _compound(word: str, units: dict[str, int]) -> int | None:
 
 
 def counts_days(param: ToolParamDefinition) -> bool:
-    """Whether a numeric argument is counted in days or nights ("For how many days..."; not
-    "weeks", whose description may say "A fortnight is 2 weeks")."""
+    """Whether a numeric argument is counted in days, nights or evenings ("For how many
+    days..."; not "weeks", whose description may say "A fortnight is 2 weeks")."""
     return not _unit_words(param).isdisjoint(_DAY_UNITS)
 
 
 def counts_time(param: ToolParamDefinition) -> bool:
     """Whether a numeric argument is counted in a unit of time (minutes, hours, days, nights,
-    weeks), said as a word of its own: "tonight" or "a fortnight's board" is none."""
-    return not _unit_words(param).isdisjoint(("minute", "hour", "day", "night", "week"))
+    evenings, weeks), said as a word of its own: "tonight" or "a fortnight's board" is none."""
+    return not _unit_words(param).isdisjoint(("minute", "hour", "day", "night", "evening", "week"))
 
 
 def _unit_words(param: ToolParamDefinition) -> set[str]:
@@ -141,7 +141,7 @@ def _singular_words(text: str) -> set[str]:
 
 _LETTERS = re.compile(r"[a-z]+")
 #: The units of an argument counted in days or nights.
-_DAY_UNITS = ("day", "night")
+_DAY_UNITS = ("day", "night", "evening")
 
 
 def says_one(line: str) -> bool:
@@ -318,7 +318,7 @@ _MEMBER = re.compile(r"\b(?:my|our)\s+([\w'-]+)", re.IGNORECASE)
 def counts_people(param: ToolParamDefinition) -> bool:
     """Whether a numeric argument counts people ("How many people will use the room")."""
     said = f"{param.name} {param.description}".lower()
-    return any(w in said for w in ("people", "persons", "guests", "passengers", "travellers"))
+    return re.search("people|persons|guests|passengers|travellers|pupils", said) is not None
 
 
 def _spans_of_time(line: str, units: dict[str, float]) -> list[float]:

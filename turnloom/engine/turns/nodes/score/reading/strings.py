@@ -104,6 +104,8 @@ class Fill:
     tool_name: str = ""
     #: Whether a count argument comes after the tool's first one (a correction's is the first's).
     later_count: bool = False
+    #: The numbers the call's earlier counts took (`count_values`: one number, one count).
+    counted: tuple[object, ...] = ()
     #: Whether another argument of the tool counts time (a span of time is its number).
     time_elsewhere: bool = False
     #: The words the tool's counts say they are counted in ("How many bars, bottles, jars or

@@ -301,6 +301,16 @@ def test_a_number_goes_to_one_count_unless_said_in_the_others_unit(
     assert sn.counts_time(LESSON.parameters[1]) and sn.counts_people(LESSON.parameters[0])
 
 
+def test_twice_counts_two_and_another_opens_a_unit_as_a_does() -> None:
+    times = tl.ToolParamDefinition("repeats", "integer", "How many times it is flashed.")
+    assert sn.numbers("Send it twice more, would you?", times) == [2]
+    assert sn.numbers("Flash it twice as many times.", times) == []  # a multiplier, no count
+    nights = tl.ToolParamDefinition("nights", "integer", "How many nights to book.")
+    assert sn.numbers("And another couple of nights for my sister.", nights) == [2]
+    assert sn.numbers("And another week, then.", nights) == [7]
+    assert sn.numbers("And another ale.", COUNT) == []  # "another" alone: `says_one`'s
+
+
 def test_numbers_count_dozens_and_spans_of_time_in_days() -> None:
     assert sn.numbers("Hammer out a dozen nails", COUNT) == [12]
     assert sn.numbers("two pairs of boots", COUNT) == [4]

@@ -68,20 +68,19 @@ choice's prompt) are not needed here.
   ("Actually, one way only."), else the one its description gives where none is named ("clear is
   the one to give when the visitor names no colour"), else among all.
 - **Integers and numbers** are chosen among those the line spells (digits, number words, "a dozen",
-  "a score", "both", "two hundred and fifty"; for a count of days, nights or evenings, "a week",
-  "two weeks" or "for the day", and a span of time is no count of things ("Three hours should do."
-  is no number of guests);
-  for one of hours, "an hour", "a couple of hours", "a whole day"; for one of minutes, "a quarter of
-  an hour", "an hour and a half"; for one of people, a party the line lists: "me and my wife"), not
-  those it turns down ("four, not five") nor those inside a quote; "twice as long" as the last call
-  is twice its span of time, "twice as many" twice its count; else 1 if it says "a" or "another"
-  (not "a week", nor in a correction), else the value an earlier call gave, else 1. A correction's
-  bare number is the call's first count ("Make that six." after four dockhands for two days), as is
-  the number of one asking for more ("Add two more men to that."), the others keeping theirs unless
-  it says their unit. One number is one count's (`count_values`): a later count takes a number an
-  earlier one took only if the line says it in the later one's unit ("my lads, four of them" is
-  four pupils for one evening). A count the line does not say at all (no number, no "a", no
-  earlier call) is listed as unread.
+  "a score", "both", "twice more", "two hundred and fifty"; for a count of days, nights or evenings,
+  "a week", "another couple of nights", "two weeks" or "for the day", and a span of time is no count
+  of things ("Three hours should do." is no number of guests); for one of hours, "an hour", "a
+  couple of hours", "a whole day"; for one of minutes, "a quarter of an hour", "an hour and a half";
+  for one of people, a party the line lists: "me and my wife"), not those it turns down ("four, not
+  five") nor those inside a quote; "twice as long" as the last call is twice its span of time,
+  "twice as many" twice its count; else 1 if it says "a" or "another" (not "a week", nor in a
+  correction), else the value an earlier call gave, else 1. A correction's bare number is the call's
+  first count ("Make that six." after four dockhands for two days), as is the number of one asking
+  for more ("Add two more men to that."), the others keeping theirs unless it says their unit. One
+  number is one count's (`count_values`): a later count takes a number an earlier one took only if
+  the line says it in the later one's unit ("my lads, four of them" is four pupils for one evening).
+  A count the line does not say at all (no number, no "a", no earlier call) is listed as unread.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The numbers a player's line spells, for the `score` decision's integer and number
-arguments (`arguments`): digits, number words ("seven", "twenty-five", "two hundred and
-fifty"), counts ("a dozen", "half a dozen", "a couple", "both"), ordinals ("the fifth level"),
-and spans of time in an argument's unit ("a week" of days, "a quarter of an hour" of minutes).
+arguments (`arguments`): digits, number words ("seven", "twenty-five", "two hundred and fifty"),
+counts ("a dozen", "another couple", "both", "twice"), ordinals ("the fifth level"), and
+spans of time in an argument's unit ("a week" of days, "a quarter of an hour" of minutes).
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ _NUMBER_WORDS = {
 _SCALES = {"hundred": 100, "thousand": 1000}
 #: Words that count by themselves after a number or "a" ("a dozen", "a couple", "two score").
 COUNTS = {"dozen": 12, "couple": 2, "pair": 2, "brace": 2, "score": 20}
+#: Words that are a count alone ("twice more", "both lanterns"), and a number only before a unit.
+_WORD_COUNTS = {"twice": 2, "thrice": 3, "both": 2}  # not "once": "at once"
+_UNIT_OPENERS = ("a", "an", "another", "the")  # "another week", "for the day"
 #: Words that say which one of a row, not how many ("the fifth level", "the 3rd cellar"): a
 #: number too, for a level, a floor or a place in a queue, after the numbers the line counts.
 _ORDINALS = {
@@ -235,12 +238,10 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             value = float(word)
         elif (spelled := _spelled(low)) is not None:
             value = spelled
-        elif low in ("a", "an"):
-            value = 1  # a number only with a unit after it ("a dozen", "a week")
-        elif low == "both":  # "both lanterns", "Light both."
-            value = 2
-        elif low == "the" and in_days and i + 1 < len(words):
-            value = 1  # "for the day", "the night": one, with a unit after it
+        elif low in _WORD_COUNTS and " ".join(words[i + 1 : i + 2]).lower() != "as":  # "twice as"
+            value = _WORD_COUNTS[low]
+        elif low in _UNIT_OPENERS[:3] or (low == "the" and in_days and i + 1 < len(words)):
+            value = 1  # a number only with a unit after it ("a dozen", "for the day")
         else:
             if (ordinal := _ordinal(low)) is not None:
                 found.append((2, ordinal))
@@ -262,7 +263,7 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             value *= span_units[unit]
             timed.append(int(value) if integer or float(value).is_integer() else value)
             continue
-        if (time_elsewhere and unit in TIME_UNITS) or (not counted and low in ("a", "an", "the")):
+        if (time_elsewhere and unit in TIME_UNITS) or (not counted and low in _UNIT_OPENERS):
             continue
         number = int(value) if integer or float(value).is_integer() else value
         found.append((0 if _NUMBER.fullmatch(word) else 1, number))

@@ -78,8 +78,9 @@ choice's prompt) are not needed here.
   correction), else the value an earlier call gave, else 1. A correction's bare number is the call's
   first count ("Make that six." after four dockhands for two days), as is the number of one asking
   for more ("Add two more men to that."), the others keeping theirs unless it says their unit. One
-  number is one count's (`count_values`): a later count takes a number an earlier one took only if
-  the line says it in the later one's unit ("my lads, four of them" is four pupils for one evening).
+  number is one count's (`count_values`): a later count whose every number an earlier one took has
+  none, unless the line says it in its own unit ("my lads, four of them" is four pupils for one
+  evening).
   A count the line does not say at all (no number, no "a", no earlier call) is listed as unread.
 """
 

@@ -2,9 +2,10 @@
 the rules for every kind of argument): the numbers the line says, as the argument counts them
 (`reading.numbers`), the model choosing among several.
 
-A count takes a number another count of the call took only if the line says that number in
-its own unit: one number, one count. "Could you teach my lads? There's four of them." is four
-pupils for the one evening the lessons default to, not four evenings as well.
+A later count whose every number an earlier count of the call took reads as one the line
+gives no number, unless the line says its number in its own unit: one number, one count.
+"Could you teach my lads? There's four of them." is four pupils for the one evening the
+lessons default to, not four evenings as well.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def _singular_words(text: str) -> set[str]:
 
 
 _LETTERS = re.compile(r"[a-z]+")
-#: The units of an argument counted in days or nights.
+#: The units of an argument counted in days, nights or evenings.
 _DAY_UNITS = ("day", "night", "evening")
 
 

@@ -1065,6 +1065,16 @@ def _read(
     return ss.string_values(fill, param)
 
 
+def test_was_and_were_are_filler_as_is_and_are_are() -> None:
+    born = tl.ToolParamDefinition("born", "string", "The day the person was born.")
+    line = "A birth chart for my daughter Rosalind? She was born on the 14th of March."
+    avoid = frozenset({"cast", "birth", "chart", "born"})
+    fill = ss.Fill("", "", ", ", line, avoid, False, taken=frozenset({"daughter", "rosalind"}))
+    values = ss.string_values(fill, born)
+    assert "14th of March" in values
+    assert not [v for v in values if {v.split()[0], v.split()[-1]} & {"was", "were"}]
+
+
 def test_a_name_may_open_a_sentence_as_its_subject_and_a_place_is_no_name() -> None:
     def names(line: str) -> list[str]:
         return _read(HORSE, line, _FEEDING)

@@ -77,10 +77,10 @@ def value_words(value: str) -> str:
 FILLER = frozenset(
     words(
         "a an the to of for in on at by with from and or but me my your our us you i it its is "
-        "are be this that these those please can could would will let let's lets just now here "
-        "there some any do does how many much what which who where when why if whether than then "
-        "so as not no into onto more again same instead another need want he him his she her "
-        "hers they them their theirs we too also"
+        "are be was were been am this that these those please can could would will let let's lets "
+        "just now here there some any do does how many much what which who where when why if "
+        "whether than then so as not no into onto more again same instead another need want he "
+        "him his she her hers they them their theirs we too also"
     )
 )
 #: Words a noun phrase starts with ("some willow bark"), and words that end a description

@@ -260,7 +260,8 @@ def _print_ratios(sets: list[PromptSet], medians: dict[str, dict[str, float]]) -
     and over its own lines with its first three tools (`first_tools`), all from this run (the
     machine's load hits them alike)."""
     three = [p.name for p in sets if len(p.tools) == 3]
-    six = [p.name for p in sets if len(p.tools) == 6]
+    six_sets = [p for p in sets if len(p.tools) == 6]
+    six = [p.name for p in six_sets]
     if not three or not six:
         return
     print(f"\nmedian ms per decision, 6 tools over 3 tools ({three[0]}), this run:")
@@ -269,7 +270,7 @@ def _print_ratios(sets: list[PromptSet], medians: dict[str, dict[str, float]]) -
             base = medians[three[0]].get(label)
             if base:
                 print(f"  {name:<8} {label:<18} {ms:7.0f} / {base:7.0f} = {ms / base:.2f}x")
-    fewer = [(name, f"{name}/3 tools") for name in six if f"{name}/3 tools" in medians]
+    fewer = [(p.name, cut) for p in six_sets if (cut := first_tools(p, 3).name) in medians]
     if fewer:
         print("\nmedian ms per decision, the same lines with 6 tools over their first 3, this run:")
     for name, cut in fewer:

@@ -80,8 +80,8 @@ choice's prompt) are not needed here.
   for more ("Add two more men to that."), the others keeping theirs unless it says their unit. One
   number is one count's (`count_values`): a later count whose every number an earlier one took has
   none, unless the line says it in its own unit ("my lads, four of them" is four pupils for one
-  evening).
-  A count the line does not say at all (no number, no "a", no earlier call) is listed as unread.
+  evening). A count the line does not say at all (no number, no "a", no earlier call) is listed as
+  unread.
 """
 
 from __future__ import annotations

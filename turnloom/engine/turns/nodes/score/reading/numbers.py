@@ -128,7 +128,7 @@ def counts_days(param: ToolParamDefinition) -> bool:
 def counts_time(param: ToolParamDefinition) -> bool:
     """Whether a numeric argument is counted in a unit of time (minutes, hours, days, nights,
     evenings, weeks), said as a word of its own: "tonight" or "a fortnight's board" is none."""
-    return not _unit_words(param).isdisjoint(("minute", "hour", "day", "night", "evening", "week"))
+    return not _unit_words(param).isdisjoint((*_DAY_UNITS, "minute", "hour", "week"))
 
 
 def _unit_words(param: ToolParamDefinition) -> set[str]:
@@ -240,7 +240,7 @@ def numbers(line: str, param: ToolParamDefinition, *, time_elsewhere: bool = Fal
             value = spelled
         elif low in _WORD_COUNTS and " ".join(words[i + 1 : i + 2]).lower() != "as":  # "twice as"
             value = _WORD_COUNTS[low]
-        elif low in _UNIT_OPENERS[:3] or (low == "the" and in_days and i + 1 < len(words)):
+        elif low in _UNIT_OPENERS and (low != "the" or (in_days and i + 1 < len(words))):
             value = 1  # a number only with a unit after it ("a dozen", "for the day")
         else:
             if (ordinal := _ordinal(low)) is not None:

@@ -74,21 +74,32 @@ def test_a_deadline_that_passed_while_down_fires_on_start(store_spec: StoreSpec)
 
 def counting(store: Store) -> Any:
     """`store` itself (so a shared one stays shared), its writes counted in `saves` (agent ids,
-    in order), `groups` (one list per `save_many`) and `deletes`."""
+    in order), `groups` (one list per `save_many`, or per group sent ahead of its answer) and
+    `deletes`."""
     counted: Any = store
     counted.saves, counted.groups, counted.deletes = [], [], []
-    save_many, delete = store.save_many, store.delete
+    save_many, send_ahead, delete = store.save_many, store.send_ahead, store.delete
 
-    def counted_save_many(writes: Any) -> list[int]:
+    def count(writes: Any) -> None:
         counted.groups.append([agent_id for agent_id, _, _ in writes])
         counted.saves.extend(counted.groups[-1])
+
+    def counted_save_many(writes: Any) -> list[int]:
+        count(writes)
         return save_many(writes)
+
+    def counted_send_ahead(writes: Any) -> bool:
+        sent = send_ahead(writes)
+        if sent:
+            count(writes)
+        return sent
 
     def counted_delete(agent_id: int) -> None:
         counted.deletes.append(agent_id)
         delete(agent_id)
 
     counted.save_many, counted.delete = counted_save_many, counted_delete
+    counted.send_ahead = counted_send_ahead
     return counted
 
 

@@ -47,19 +47,35 @@ def _stored_turn(document: bytes) -> Any:
 
 
 def recording(store: Any, events: list[tuple[str, int]]) -> Any:
-    """`store` with every write of `save_many` logged in `events` as ("stored", id), and the
-    latest document of each agent, as read back from the store, kept in `store.latest`."""
+    """`store` with every write of `save_many` (or sent ahead, once its answer is read)
+    logged in `events` as ("stored", id), and the latest document of each agent, as read back
+    from the store, kept in `store.latest`."""
     store.latest = {}
-    save_many = store.save_many
+    save_many, send_ahead, read_sent = store.save_many, store.send_ahead, store.read_sent
+    sent: list[Any] = []
 
-    def recorded(writes: Any) -> list[int]:
-        refused = save_many(writes)
+    def stored(writes: Any) -> None:
         for agent_id, _, _ in writes:
             events.append(("stored", agent_id))
             store.latest[agent_id] = store.stored(agent_id)
+
+    def recorded(writes: Any) -> list[int]:
+        refused = save_many(writes)
+        stored(writes)
         return refused
 
-    store.save_many = recorded
+    def recorded_ahead(writes: Any) -> bool:
+        if send_ahead(writes):
+            sent.append(writes)
+            return True
+        return False
+
+    def recorded_read() -> list[int]:
+        refused = read_sent()
+        stored(sent.pop())
+        return refused
+
+    store.save_many, store.send_ahead, store.read_sent = recorded, recorded_ahead, recorded_read
     return store
 
 

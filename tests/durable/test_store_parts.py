@@ -21,6 +21,7 @@ from turnloom.engine.durable.head import HeadPacker
 from turnloom.engine.durable.restore import read_snapshot
 from turnloom.engine.durable.snapshot import head_document, pack
 from turnloom.engine.durable.store import SQLiteStore, open_store
+from turnloom.engine.durable.store.base import LeaseLost
 from turnloom.engine.durable.store.parts import SplitWrite, assemble, parts_marker
 from turnloom.engine.durable.store.redis import RedisStore
 from turnloom.engine.support.rejections import InvalidParamValue
@@ -64,16 +65,35 @@ def _turns(part: bytes) -> list[str]:
 
 
 def _writes(store: Any) -> list[tuple[int, Any]]:
-    """Every (agent id, document) `save_many` is given from now on, in order."""
+    """Every (agent id, document) `save_many` (or `send_ahead`) is given from now on, in
+    order."""
     seen: list[tuple[int, Any]] = []
-    save_many = store.save_many
+    save_many, send_ahead = store.save_many, store.send_ahead
 
     def recorded(writes: Any) -> list[int]:
         seen.extend((agent_id, document) for agent_id, document, _ in writes)
         return save_many(writes)
 
-    store.save_many = recorded
+    def recorded_ahead(writes: Any) -> bool:
+        sent = send_ahead(writes)
+        if sent:
+            seen.extend((agent_id, document) for agent_id, document, _ in writes)
+        return sent
+
+    store.save_many, store.send_ahead = recorded, recorded_ahead
     return seen
+
+
+def _fail_next_write(store: Any) -> None:
+    """Make the store's next group write fail, as a store that is away does (written at once,
+    or sent ahead and its answer read)."""
+    save_many, read_sent = store.save_many, store.read_sent
+
+    def fails_once(*writes: Any) -> list[int]:
+        store.save_many, store.read_sent = save_many, read_sent
+        raise ConnectionError("the store is away")
+
+    store.save_many, store.read_sent = fails_once, fails_once
 
 
 def test_the_stored_agent_is_its_whole_snapshot_at_every_rest(store_spec: StoreSpec) -> None:
@@ -132,13 +152,7 @@ def test_a_write_that_failed_makes_the_next_one_write_the_dialog_whole(
         agent = engine.create_agent(scenario.graph("pause"))
         for turn in range(3):
             scenario.finish(agent, agent.send_message(f"turn {turn}"), "pause")
-        save_many = store.save_many
-
-        def fails_once(writes: Any) -> list[int]:
-            store.save_many = save_many
-            raise ConnectionError("the store is away")
-
-        store.save_many = fails_once
+        _fail_next_write(store)
         agent.send_message("lost")  # logged, and the turn goes on
         writes = _writes(store)
         agent.resume()
@@ -320,13 +334,7 @@ def test_a_head_leaves_its_constant_entries_to_the_store_which_keeps_them_once(
         with pytest.raises(InvalidParamValue, match="snapshot"):  # the head alone is refused
             read_snapshot(head, lambda name: None)
         # A write that failed: the next one carries the constant entries again.
-        save_many = store.save_many
-
-        def fails_once(group: Any) -> list[int]:
-            store.save_many = save_many
-            raise ConnectionError("the store is away")
-
-        store.save_many = fails_once
+        _fail_next_write(store)
         agent.send_message("lost")
         writes = _writes(store)
         agent.resume()
@@ -403,6 +411,43 @@ def test_redis_writes_go_on_after_a_script_flush_and_a_dropped_connection(redis_
         for key in admin.scan_iter("parts-reconnect:*"):
             admin.delete(key)
         store.close()
+        admin.close()
+
+
+def test_a_redis_group_sent_ahead_is_read_once_whatever_comes_between(redis_url: str) -> None:
+    """A group sent ahead of its answer: a write of its own in between reads that answer
+    first (the connection carries one call at a time), and a script flush or a dropped
+    connection before the answer is read makes the call again."""
+    import redis
+
+    store = RedisStore(redis.Redis.from_url(redis_url), prefix="parts-ahead")
+    other = RedisStore(redis.Redis.from_url(redis_url), prefix="parts-ahead")
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        store.heartbeat(5)
+        other.heartbeat(5)
+        first, theirs = store.allocate_id(True), other.allocate_id(True)
+        assert store.send_ahead([(first, b"one", None)])
+        # A call of its own in between reads the answer sent ahead first: each gets its own.
+        with pytest.raises(LeaseLost):
+            store.save(theirs, b"not mine")
+        assert store.read_sent() == []
+        assert (store.stored(first), store.stored(theirs)) == (b"one", None)
+        admin.script_flush()  # as after a Redis restart: the call is made again, loaded
+        assert store.send_ahead([(first, b"one again", None)])
+        assert store.read_sent() == []
+        assert store.stored(first) == b"one again"
+        assert store.send_ahead([(first, b"once more", None)])
+        admin.client_kill_filter(_type="normal", skipme=True)  # before the answer is read
+        assert store.read_sent() == []
+        assert store.stored(first) == b"once more"
+        with pytest.raises(RuntimeError, match="no writes sent ahead"):  # the store's base
+            SQLiteStore(":memory:").read_sent()
+    finally:
+        for key in admin.scan_iter("parts-ahead:*"):
+            admin.delete(key)
+        store.close()
+        other.close()
         admin.close()
 
 

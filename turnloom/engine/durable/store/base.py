@@ -48,6 +48,19 @@ class Store(ABC):
     #: from that thread while the loop uses the store's other methods.
     writes_off_loop: ClassVar[bool] = False
 
+    #: Whether it can start a group's write and finish it later (`send_ahead`, `read_sent`).
+    sends_ahead: ClassVar[bool] = False
+
+    def send_ahead(self, writes: Sequence[Write]) -> bool:
+        """Start `save_many(writes)` without waiting for it to finish (`read_sent` finishes it),
+        so the loop's other work goes on meanwhile; False if nothing was started (`save_many`
+        them). This default starts nothing."""
+        return False
+
+    def read_sent(self) -> list[int]:
+        """Finish the writes `send_ahead` started: the ids refused, as `save_many` gives them."""
+        raise RuntimeError(f"{type(self).__name__} has no writes sent ahead")
+
     @abstractmethod
     def save(self, agent_id: int, document: bytes, deadline: float | None = None) -> None:
         """Replace the agent's stored snapshot with `document`, atomically. `deadline`: the

@@ -1,18 +1,18 @@
 """The shared store: Redis, for several processes (workers) over one set of agents (needs the
 `redis` client, the `redis` extra).
 
-Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot's
-head, its dialog's changed parts (`parts`) and its deadline index only if this worker holds the
-agent, so every agent is always at its last complete write by its holder. The saves of agents
-that came to rest together are one script call (`save_many`; a very large group, several calls
-in one pipelined round trip). Loading walks the agents with `HSCAN` in batches and claims each
-batch in one script; a claim reads the head, its constant entries and the parts together and
-puts them back into the whole snapshot.
+Every step is one Lua script (`redis_scripts`), atomic in Redis: a save writes the snapshot's head,
+its dialog's changed parts (`parts`) and its deadline index only if this worker holds the agent, so
+every agent is always at its last complete write by its holder. The saves of agents that came to
+rest together are one script call (`save_many`; a very large group, several calls in one pipelined
+round trip), sent ahead of its answer (`send_ahead`): the loop does the rest of its pass while
+Redis writes, and reads the answer after (`read_sent`). Loading walks the agents with `HSCAN` in
+batches and claims each batch in one script; a claim reads the head, its constant entries and the
+parts together and puts them back into the whole snapshot.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -21,14 +21,10 @@ import redis
 
 from . import redis_scripts as lua
 from .base import LEASE_S, SWEEP_S, Claim, LeaseLost, SharedStore, Write
-from .parts import as_split, assemble
+from .parts import assemble
+from .redis_writes import WriteConnection, save_arguments
 from .slots import RedisSlots
 from .worker_name import is_dead_local, new_worker_name
-
-try:  # the client's own C packer (the `redis[hiredis]` extra the store asks for)
-    from hiredis import pack_command as _pack_command
-except ImportError:  # pragma: no cover - the client packs the command itself
-    _pack_command = None  # type: ignore[assignment]
 
 _SCAN_BATCH = 2000
 _SOCKET_TIMEOUT_S = 2.0
@@ -46,6 +42,8 @@ class RedisStore(RedisSlots, SharedStore):
     #: A write group is a round trip: written by a thread of its own while the loop goes on
     #: when most round trips wait (a distant Redis), on the loop otherwise.
     writes_off_loop: ClassVar[bool] = True
+    #: And sent ahead of its answer, which is read on the loop's next pass (`send_ahead`).
+    sends_ahead: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -73,20 +71,10 @@ class RedisStore(RedisSlots, SharedStore):
         self._tails = f"{prefix}:tails"
         self._constant = f"{prefix}:constant"
         self.worker = new_worker_name()
-        #: SAVE_MANY's keys and first arguments, encoded once (it runs for every write group).
+        #: SAVE_MANY's keys.
         self._save_keys = [self.key, self._owners, self._deadlines, self._tails, self._constant]
         #: The keys a claim (CLAIM, CLAIM_MANY) reads and takes.
         self._claim_keys = [self.key, self._owners, self._tails, self._constant]
-        names = (*self._save_keys, self.worker, self._dialogs)
-        self._save_head = [name.encode() for name in names]
-        self._save_count = str(len(self._save_keys)).encode()
-        #: The connection the write groups go over (taken from the client's pool when first
-        #: needed, given back on close), and what packs them as Redis's `cmsgpack` reads them
-        #: (str types only); the lock keeps a `save_many` of the loop's off the writing
-        #: thread's (they take turns anyway: `write_queue`).
-        self._writer: Any = None
-        self._packer = msgpack.Packer(use_bin_type=False)
-        self._writing = threading.Lock()
         self._scripts = {
             name: client.register_script(getattr(lua, name))
             for name in (
@@ -101,6 +89,14 @@ class RedisStore(RedisSlots, SharedStore):
                 "READ",
             )
         }
+        #: The connection the write groups go over, SAVE_MANY's keys and first arguments
+        #: encoded once (it runs for every write group).
+        self._writes = WriteConnection(
+            client,
+            self._scripts["SAVE_MANY"],
+            [name.encode() for name in (*self._save_keys, self.worker, self._dialogs)],
+            len(self._save_keys),
+        )
 
     @classmethod
     def from_url(
@@ -134,40 +130,14 @@ class RedisStore(RedisSlots, SharedStore):
         """One SAVE_MANY call per `_SAVE_BATCH` agents, all in one round trip: each agent this
         worker holds is written (its head, and its parts from the write's base on); the
         others' ids are returned."""
-        calls = []
-        for start in range(0, len(writes), _SAVE_BATCH):
-            # The writes' table, eight values an agent, and the heads, tails, sealed parts and
-            # constant entries it points to (ARGV from index 4 on: blob k is ARGV k + 4).
-            table: list[Any] = []
-            blobs: list[bytes] = []
-            for agent_id, document, deadline in writes[start : start + _SAVE_BATCH]:
-                split = as_split(document)
-                sealed, at_tail, first, at_constant = split.parts, 0, 0, 0
-                blobs.append(split.head)
-                at_head = len(blobs) + 3
-                if split.tail:
-                    blobs.append(sealed[-1])
-                    sealed, at_tail = sealed[:-1], len(blobs) + 3
-                if sealed:
-                    first = len(blobs) + 4
-                    blobs += sealed
-                if split.constant is not None:
-                    blobs.append(split.constant)
-                    at_constant = len(blobs) + 3
-                table += (
-                    str(agent_id),
-                    at_head,
-                    "" if deadline is None else repr(deadline),
-                    -1 if split.base is None else split.base,
-                    first,
-                    len(sealed),
-                    at_tail,
-                    at_constant,
-                )
-            calls.append((table, blobs))
+        calls = [
+            save_arguments(writes[start : start + _SAVE_BATCH])
+            for start in range(0, len(writes), _SAVE_BATCH)
+        ]
         if len(calls) == 1:
-            replies = [self._save_call(*calls[0])]
+            replies = [self._writes.call(calls[0])]
         else:
+            self._writes.settle()
             keys = self._save_keys
             script = self._scripts["SAVE_MANY"]
             pipe = self._client.pipeline(transaction=False)
@@ -177,54 +147,15 @@ class RedisStore(RedisSlots, SharedStore):
             replies = pipe.execute()
         return [int(agent_id) for reply in replies for agent_id in reply]
 
-    def _save_call(self, table: list[Any], blobs: list[bytes]) -> Any:
-        """One SAVE_MANY call on this store's own connection: the client's command path
-        (pool, retries, its telemetry) costs several times the round trip itself, and a write
-        group is made at almost every loop iteration of a busy worker. Like the client, this
-        loads the script if Redis lacks it, and tries a dropped connection once more (the call
-        may be made twice: SAVE_MANY's writes are idempotent, its parts replaced from a given
-        index)."""
-        with self._writing:
-            return self._save_on_writer(table, blobs)
+    def send_ahead(self, writes: Sequence[Write]) -> bool:
+        """Send the one SAVE_MANY call of `writes` without reading Redis's answer (`read_sent`
+        reads it: `WriteConnection.send`); False, nothing sent, for more than one call's worth
+        of writes or a send that failed: `save_many` them."""
+        return len(writes) <= _SAVE_BATCH and self._writes.send(save_arguments(writes))
 
-    def _save_on_writer(self, table: list[Any], blobs: list[bytes]) -> Any:
-        script = self._scripts["SAVE_MANY"]
-        args = (
-            b"EVALSHA",
-            script.sha,
-            self._save_count,
-            *self._save_head,
-            self._packer.pack(table),
-        )
-        command = None
-        if _pack_command is not None:
-            # In one C call: the client's packer calls its encoder on each argument first (a
-            # group of 64 writes, 96 heads and tails: 55 us against 20).
-            try:
-                command = _pack_command((*args, *blobs))
-            except TypeError:  # a value hiredis does not take (a bytearray): the client's
-                command = None
-        if self._writer is None:
-            self._writer = self._client.connection_pool.get_connection()
-        conn = self._writer
-        again = True
-        while True:
-            try:
-                if command is not None:
-                    conn.send_packed_command([command])
-                else:
-                    conn.send_command(*args, *blobs)
-                return conn.read_response()
-            except redis.exceptions.NoScriptError:
-                if not again:
-                    raise
-                conn.send_command("SCRIPT", "LOAD", script.script)
-                conn.read_response()
-            except redis.exceptions.ConnectionError:
-                conn.disconnect()
-                if not again:
-                    raise
-            again = False
+    def read_sent(self) -> list[int]:
+        """The ids `send_ahead`'s writes refused, once Redis has answered."""
+        return self._writes.read()
 
     def delete(self, agent_id: int) -> None:
         """Remove the agent, unless another worker holds it."""
@@ -327,10 +258,7 @@ class RedisStore(RedisSlots, SharedStore):
     def close(self) -> None:
         """Write what is queued, then close the client's connections."""
         self.flush_queued()
-        with self._writing:
-            if self._writer is not None:
-                self._client.connection_pool.release(self._writer)
-                self._writer = None
+        self._writes.close()
         self._client.close()
 
 

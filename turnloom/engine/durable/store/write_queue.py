@@ -21,12 +21,15 @@ a loop callback of its own is told, `after_told` runs: a server sends what the t
 for its clients there and then, not in the loop's next iteration behind the requests that
 arrived meanwhile (their clients' next requests would wait with them).
 
-Where a group is written: on the loop, at once, unless the store's writes spend their time
-waiting rather than computing (an fsync at every commit, a Redis across the network): then a
-large group is written by a thread of its own while the loop goes on (`OFF_LOOP_FROM`,
-`OFF_LOOP_WAIT_S`). Handing a group to a thread and back costs the loop more than the write
-itself when the write is a few hundred microseconds of CPU (SQLite in WAL mode, a local
-Redis): two thread switches, the GIL taken back after every step of the write, and replies
+Where a group is written: on the loop, at once, unless the store's writes spend their time waiting
+rather than computing (an fsync at every commit, a Redis across the network): then a large group is
+written by a thread of its own while the loop goes on (`OFF_LOOP_FROM`, `OFF_LOOP_WAIT_S`). A store
+that can send a group ahead of its answer (`Store.send_ahead`: Redis) has it sent at once and the
+answer read in a callback of the loop's next pass: what the loop has left to do in this pass (the
+server's replies to its hosts) runs while the store writes, and the group is told as soon as that
+is done, before anything that came in since. Handing a group to a thread and back costs the loop
+more than the write itself when the write is a few hundred microseconds of CPU (SQLite in WAL mode,
+a local Redis): two thread switches, the GIL taken back after every step of the write, and replies
 held back until the group is in while the loop has nothing else to do.
 
 This runs at every rest of every durable agent, so a write's record is a plain list (no
@@ -75,6 +78,12 @@ class Store(Protocol):
     ) -> list[int]:
         """Write them all; the ids refused."""
 
+    def send_ahead(self, writes: Sequence[tuple[int, bytes | SplitWrite, float | None]]) -> bool:
+        """Start writing them all without waiting; False: nothing started."""
+
+    def read_sent(self) -> list[int]:
+        """Finish the writes started: the ids refused."""
+
 
 class Writer(Protocol):
     """Whoever queues a write (a durable agent): told how it went."""
@@ -105,7 +114,9 @@ class WriteQueue:
     its own, one group at a time: the loop goes on meanwhile, and what comes to rest meanwhile
     is the next group, written once the one in flight is in. Ordering is kept: a group is told
     (its writers, then what waited) on the loop when it is in, before the next one is sent; an
-    event of an agent whose write is in flight waits behind it as behind a queued one."""
+    event of an agent whose write is in flight waits behind it as behind a queued one. A group
+    sent ahead (`Store.send_ahead`) is in flight the same way until its answer is read, on the
+    loop's next pass."""
 
     def __init__(
         self,
@@ -123,13 +134,16 @@ class WriteQueue:
         #: The group being written off the loop (empty when none is).
         self.flying: dict[int, list[Any]] = {}
         self._flight: Future[Collection[int]] | None = None
+        #: Whether the group in flight (`flying`) was sent ahead, its answer read on the loop.
+        self._sent = False
         self._thread: ThreadPoolExecutor | None = None
         self._flush_scheduled = False
         self._off_loop = getattr(store, "writes_off_loop", False)
+        self._ahead = getattr(store, "sends_ahead", False)
         #: The share of the groups written on the loop that waited (running, 0 to 1).
         self.waiting = 0.0
         #: Groups sent off the loop since one was written on it (and measured).
-        self._sent = 0
+        self._sent_off = 0
 
     def put(
         self,
@@ -157,7 +171,7 @@ class WriteQueue:
             queued[_TOLD] = waited
             return
         self.pending[agent_id] = [(agent_id, document, deadline), writer, kept, told]
-        if not self._flush_scheduled and self._flight is None:
+        if not self._flush_scheduled and not self._in_flight():
             self._flush_scheduled = True
             self.loop.call_soon(self._scheduled_flush)
 
@@ -175,9 +189,12 @@ class WriteQueue:
         """Whether the agent has a snapshot on its way to the store (queued or in flight)."""
         return agent_id in self.pending or agent_id in self.flying
 
+    def _in_flight(self) -> bool:
+        return self._flight is not None or self._sent
+
     def _scheduled_flush(self) -> None:
         self._flush_scheduled = False
-        if self._flight is not None:  # the group in flight sends this one once it is in
+        if self._in_flight():  # the group in flight sends this one once it is in
             return
         self._write_pending()
         if self.after_told is not None:
@@ -188,12 +205,52 @@ class WriteQueue:
         large), else at once."""
         off = self._off_loop and len(self.pending) >= OFF_LOOP_FROM
         if off and OFF_LOOP_WAIT_S > 0:  # 0: every large group, unmeasured
-            off = self.waiting > 0.5 and self._sent < _MEASURE_EVERY
+            off = self.waiting > 0.5 and self._sent_off < _MEASURE_EVERY
         if off:
-            self._sent += 1
+            self._sent_off += 1
             self._send()
-        else:
+        elif not (self._ahead and self._send_ahead()):
             self.flush()
+
+    def _send_ahead(self) -> bool:
+        """Send the queued group ahead of its answer, read on the loop's next pass, if the
+        store can (`Store.send_ahead`); whether it was sent."""
+        if not self.pending:
+            return True  # nothing to write
+        writes = [queued[_AS_STORED] for queued in self.pending.values()]
+        try:
+            sent = self.store.send_ahead(writes)
+        except Exception:  # written (or failed) as any group is, at once
+            log.exception("store.send_failed", agent_ids=list(self.pending))
+            return False
+        if sent:
+            self.flying, self.pending, self._sent = self.pending, {}, True
+            self.loop.call_soon(self._read_sent)
+        return sent
+
+    def _read_sent(self) -> None:
+        """Read the answer to the group sent ahead and tell it (unless a flush did), then
+        write what queued meanwhile."""
+        if not self._sent:
+            return
+        self._told_sent()
+        if self.pending and not self._flush_scheduled and not self._in_flight():
+            self._write_pending()
+        if self.after_told is not None:
+            self.after_told()
+
+    def _told_sent(self) -> None:
+        """Tell the group sent ahead how its write went, once its answer is read; how long
+        the read waited counts as a group written on the loop does (`waiting`)."""
+        batch, self.flying, self._sent = self.flying, {}, False
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            refused = self.store.read_sent()
+        except Exception as exc:
+            self._told(batch, (), exc)
+            return
+        self._measured(started, cpu)
+        self._told(batch, refused, None)
 
     def _send(self) -> None:
         """Hand the queued group to the writing thread."""
@@ -218,7 +275,7 @@ class WriteQueue:
             return
         batch, self.flying, self._flight = self.flying, {}, None
         self._told(batch, *_outcome(flight))
-        if self.pending and not self._flush_scheduled and self._flight is None:
+        if self.pending and not self._flush_scheduled and not self._in_flight():
             self._write_pending()
         if self.after_told is not None:
             self.after_told()
@@ -231,6 +288,8 @@ class WriteQueue:
             batch, self.flying, self._flight = self.flying, {}, None
             concurrent.futures.wait([flight])
             self._told(batch, *_outcome(flight))
+        if self._sent:
+            self._told_sent()
         if not self.pending:
             return
         # Taken whole first: what runs after the write may queue again (a registered tool that
@@ -243,10 +302,15 @@ class WriteQueue:
         except Exception as exc:
             self._told(batch, (), exc)
             return
+        self._measured(started, cpu)
+        self._told(batch, refused, None)
+
+    def _measured(self, started: float, cpu: float) -> None:
+        """Count a group written on the loop since `started` (`cpu`: the thread's time then)
+        into the share of groups that waited."""
         waited = time.perf_counter() - started - (time.thread_time() - cpu) >= OFF_LOOP_WAIT_S
         self.waiting += (waited - self.waiting) * _WAIT_WEIGHT
-        self._sent = 0
-        self._told(batch, refused, None)
+        self._sent_off = 0
 
     def stop(self) -> None:
         """Flush, and end the writing thread (a later write starts another)."""

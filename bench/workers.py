@@ -16,8 +16,9 @@ reply "ok" (every turn checked: paused, then answered "ok"). Configurations:
 A durable agent's pauses and completions are written in groups (every agent that came to rest
 in one loop iteration, one SQLite transaction or one Redis script call; only what changed: the
 snapshot's head, and the dialog's tail at a completion) before the client hears of them,
-written on the worker's loop (by a thread of the store's own only while most groups wait on
-the disk or the network: `write_queue.OFF_LOOP_WAIT_S`). The configurations take turns,
+written on the worker's loop (a Redis call's reply read on the loop's next pass; by a thread
+of the store's own only while most groups wait on the disk or the network:
+`write_queue.OFF_LOOP_WAIT_S`). The configurations take turns,
 `--rounds` times: this machine's load changes from minute to minute, and taking turns spreads
 that over every configuration alike. Each configuration's best run gives the table; the
 ratios against the no-store rate are also taken round by round (each store run against the

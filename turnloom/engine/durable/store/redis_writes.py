@@ -69,10 +69,7 @@ class WriteConnection:
             self._settle()
             connection = self._connected()
             try:
-                if command is not None:
-                    connection.send_packed_command([command])
-                else:
-                    connection.send_command(*args, *call[1])
+                _put(connection, args, command, call[1])
             except redis.exceptions.ConnectionError:
                 connection.disconnect()
                 return False
@@ -149,10 +146,7 @@ class WriteConnection:
         again = True
         while True:
             try:
-                if command is not None:
-                    connection.send_packed_command([command])
-                else:
-                    connection.send_command(*args, *call[1])
+                _put(connection, args, command, call[1])
                 return connection.read_response()
             except redis.exceptions.NoScriptError:
                 if not again:
@@ -164,6 +158,16 @@ class WriteConnection:
                 if not again:
                     raise
             again = False
+
+
+def _put(
+    connection: Any, args: tuple[bytes, ...], command: bytes | None, blobs: list[bytes]
+) -> None:
+    """Send a call on `connection`: packed whole (`command`), else by the client's packer."""
+    if command is not None:
+        connection.send_packed_command([command])
+    else:
+        connection.send_command(*args, *blobs)
 
 
 def save_arguments(writes: Sequence[Write]) -> Call:

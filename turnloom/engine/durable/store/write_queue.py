@@ -171,7 +171,8 @@ class WriteQueue:
             queued[_TOLD] = waited
             return
         self.pending[agent_id] = [(agent_id, document, deadline), writer, kept, told]
-        if not self._flush_scheduled and not self._in_flight():
+        # `_in_flight()` inline: this runs at every rest of every durable agent.
+        if not self._flush_scheduled and self._flight is None and not self._sent:
             self._flush_scheduled = True
             self.loop.call_soon(self._scheduled_flush)
 

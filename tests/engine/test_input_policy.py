@@ -231,3 +231,97 @@ def test_over_the_wire_a_queued_caller_that_gives_up_keeps_the_others_in_line(
         assert c.result(timeout=10).paused
         (c_turn,) = [turn for fate, text, turn, _ in fates if (fate, text) == ("started", "C")]
         assert agent.resume().final.turn_id == c_turn  # C's step was C's own turn
+
+
+def test_a_bad_policy_on_a_destroyed_agent_is_3002_as_any_operation() -> None:
+    # The table first, then the value: a destroyed agent refuses before its arguments are read.
+    with _engine() as engine:
+        agent = engine.create_agent(GRAPH)
+        agent.destroy()
+        with pytest.raises(tl.AgentAlreadyDestroyed, match="set_input_policy"):
+            agent.set_input_policy("shout")
+
+
+def test_a_stored_agent_keeps_its_policy_and_a_message_queued_behind_its_pause(
+    tmp_path: Any,
+) -> None:
+    store = str(tmp_path / "npcs.db")
+    with tl.Engine(tl.MockModel("mock"), clock=tl.VirtualClock(), store=store) as engine:
+        agent = engine.create_agent(GRAPH)
+        agent.set_input_policy("enqueue")  # at rest: written as a change of params is
+        assert agent.send_message("first").paused
+        agent.send_message_async("second")  # waits behind the pause, nothing else runs
+        assert agent.wait().pause is not None
+        agent_id = agent.agent_id
+    with tl.Engine(tl.MockModel("mock"), clock=tl.VirtualClock(), store=store) as engine:
+        agent = engine.agent(agent_id)
+        assert agent.input_policy is tl.InputPolicy.ENQUEUE
+        assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+        assert agent.wait().pause is not None  # the waiting message's turn
+        agent.resume()
+        assert _users(agent) == ["first", "second"]
+
+
+def test_over_the_wire_an_attached_agent_reports_its_own_policy(tmp_path: Any) -> None:
+    store = str(tmp_path / "npcs.db")
+    engine = lambda: tl.AsyncEngine(tl.MockModel("mock"), store=store)  # noqa: E731
+    with BackgroundServer(engine) as server:
+        with tl.connect(*server.address) as first:
+            made = first.create_agent(GRAPH, durable=True, input_policy="merge")
+            agent_id, token = made.agent_id, made.resume_token
+        with tl.connect(*server.address) as second:
+            attached = second.attach_agent(agent_id, token)
+            assert attached.input_policy is tl.InputPolicy.MERGE
+
+
+TOOL = tl.ToolDefinition(
+    name="open_door",
+    description="Open a door.",
+    parameters=[tl.ToolParamDefinition("door", "string", "Which door.")],
+)
+DOOR = (
+    tl.GraphDescription()
+    .add_node(
+        "act",
+        tl.ToolCallParams(
+            tools=[TOOL],
+            disposition=tl.ToolCallDisposition.Pause,
+            tool_called_exit="reply",
+            no_tool_called_exit="listen",
+            mode=tl.ToolCallMode.DetectOnly,
+        ),
+    )
+    .add_node("listen", tl.PauseParams(default_exit="reply"))
+    .add_node("reply", tl.CannedResponseParams(lines=["ok"]))
+    .set_start_node("act")
+    .set_default_model_name("mock")
+)
+
+
+def test_a_tool_handler_of_an_interrupted_turn_does_not_resume_the_next_turns_pause() -> None:
+    call = '<tool_call>{"name": "open_door", "arguments": {"door": "north"}}</tool_call>'
+
+    async def main() -> None:
+        model = tl.MockModel("mock", [call, "no tool here"])
+        async with tl.AsyncEngine(model, clock=tl.VirtualClock()) as engine:
+            agent = await engine.create_agent(DOOR, input_policy="interrupt")
+            release = asyncio.Event()
+            handled: list[str] = []
+
+            async def open_door(event: tl.ToolCallEvent) -> str:
+                await release.wait()
+                handled.append(event.call_id)
+                return "opened"
+
+            agent.register_tool("open_door", open_door)
+            assert (await agent.send_message("open the north door")).pause is not None
+            step = await agent.send_message("actually, wait")  # cancels the turn at `act`
+            assert step.pause is not None and step.pause.node_name == "listen"
+            release.set()  # the first turn's handler ends now
+            for _ in range(10):
+                await asyncio.sleep(0)
+            assert handled  # it ran, and its results went nowhere
+            step = await agent.wait()
+            assert step.pause is not None and step.pause.node_name == "listen"
+
+    asyncio.run(main())

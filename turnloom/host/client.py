@@ -467,6 +467,7 @@ class AsyncRemoteEngine(AsyncEngineAPI):
             pause, last = frame.get("pause"), frame.get("last_result")
             agent._pause = pause_from_wire(pause) if pause else None
             agent._last_result = result_from_wire(last) if last else None
+            agent._input_policy = InputPolicy(frame.get("input_policy", "reject"))
             self._conn.sinks[agent.agent_id] = self.durable[agent.agent_id] = agent
             return agent
 

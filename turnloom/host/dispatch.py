@@ -46,6 +46,7 @@ class CallbackDispatch(AgentListener):
     """One agent's host-side callbacks and tool handlers."""
 
     __slots__ = (
+        "_pause_seen",
         "answer_text",
         "auto_resume",
         "kept_batch",
@@ -73,12 +74,16 @@ class CallbackDispatch(AgentListener):
         self.kept_batch: list[ToolResult] | None = None
         #: An automatic resume still waiting for its answer (over the wire): True if accepted.
         self.auto_resume: asyncio.Future[bool] | None = None
+        #: Counts the pauses heard and their ends (resumed, completed): a handler's results
+        #: resume only the pause they were for, not a later one (an interrupt's new turn).
+        self._pause_seen = 0
 
     # --- events ------------------------------------------------------------------------------
 
     def on_paused(self, agent_id: int, info: PauseInfo, awaited: bool) -> None:
         """Call the paused callback, run registered tools, warn if nothing can resume."""
         self.kept_batch = None
+        self._pause_seen += 1
         if self.paused is not None:
             self.paused(info.node_name, info.pending_exit)
         handled = self._run_tool_handlers(info)
@@ -97,6 +102,7 @@ class CallbackDispatch(AgentListener):
 
     def on_resumed(self, agent_id: int, node_name: str, resume_node: str) -> None:
         """Call the resumed callback."""
+        self._pause_seen += 1
         if self.resumed is not None:
             self.resumed(node_name, resume_node)
 
@@ -115,6 +121,7 @@ class CallbackDispatch(AgentListener):
     def on_turn_complete(self, agent_id: int, result: TurnResult) -> None:
         """Drop any kept batch and call the turn-complete callback."""
         self.kept_batch = None
+        self._pause_seen += 1
         if self.turn_complete is not None:
             self.turn_complete(result)
 
@@ -140,16 +147,20 @@ class CallbackDispatch(AgentListener):
             log.exception("tool_handler.failed", node=info.node_name)
             return True
         if any(inspect.isawaitable(out) for out in outputs):
-            asyncio.get_running_loop().create_task(self._finish_async(info, outputs))
+            task = self._finish_async(info, outputs, self._pause_seen)
+            asyncio.get_running_loop().create_task(task)
         else:
             self._auto_resume(info, outputs)
         return True
 
-    async def _finish_async(self, info: PauseInfo, outputs: list[Any]) -> None:
+    async def _finish_async(self, info: PauseInfo, outputs: list[Any], pause: int) -> None:
         try:
             done = [await out if inspect.isawaitable(out) else out for out in outputs]
         except Exception:
             log.exception("tool_handler.failed", node=info.node_name)
+            return
+        if pause != self._pause_seen:  # that pause ended meanwhile (resumed, cancelled)
+            log.info("tool_handler.pause_ended", node=info.node_name)
             return
         self._auto_resume(info, done)
 

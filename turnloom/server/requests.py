@@ -284,6 +284,7 @@ class SessionRequests(SessionEvents):
             "turn_id": turn.turn_id or None,
             "pause": pause_to_wire(pause.info) if pause is not None else None,
             "last_result": result_to_wire(core.last_result) if core.last_result else None,
+            "input_policy": core.input_policy.value,
         }
 
     def cancel(self, fields: dict[str, Any]) -> dict[str, Any]:

@@ -59,7 +59,7 @@ namespace Turnloom
         public AgentState AttachedState { get; private set; }
 
         /// <summary>What a message does while a turn is open, as this client last set it
-        /// (CreateAgent, SetInputPolicy) or heard it (a loaded or forked agent keeps the saved one).</summary>
+        /// (CreateAgent, SetInputPolicy) or heard it (a loaded, forked or attached agent's own).</summary>
         public InputPolicy InputPolicy { get; private set; }
 
         /// <summary>Destroyed (DestroyAsync), or replaced by a LoadSlot in its place: every call
@@ -258,9 +258,10 @@ namespace Turnloom
             foreach (var waiter in waitingEnds) waiter.Fail(error);
         }
 
-        internal void Attached(AgentState state)
+        internal void Attached(AgentState state, InputPolicy inputPolicy)
         {
             AttachedState = state;
+            InputPolicy = inputPolicy;
             CurrentPause = state.Pause;
             if (state.LastResult != null) LastResult = state.LastResult;
         }

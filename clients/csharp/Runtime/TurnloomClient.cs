@@ -420,7 +420,7 @@ namespace Turnloom
                     agent = new TurnloomAgent(this, agentId, resumeToken);
                     agents[agentId] = agent;
                 }
-                agent.Attached(AgentState.FromWire(reply));
+                agent.Attached(AgentState.FromWire(reply), MessageEvent.PolicyNamed(Wire.Str(reply, "input_policy")));
                 return agent;
             });
         }

@@ -177,7 +177,7 @@ namespace Turnloom.Tests
                 {
                     var first = new TurnloomClient(new ClientOptions { Port = server.Port });
                     Pump.Until(first, first.ConnectAsync());
-                    var agent = Pump.Until(first, first.CreateAgentAsync(Graphs.Shop(), new AgentOptions { Durable = true }));
+                    var agent = Pump.Until(first, first.CreateAgentAsync(Graphs.Shop(), new AgentOptions { Durable = true, InputPolicy = InputPolicy.Merge }));
                     Assert.IsTrue(agent.IsDurable);
                     Assert.AreEqual(43, agent.ResumeToken.Length);
                     Assert.IsTrue(Pump.Until(first, agent.SendMessageAsync("Keep my sword.")).IsPaused);
@@ -188,6 +188,7 @@ namespace Turnloom.Tests
                     Pump.Fails<InvalidAgentIdException>(second, second.AttachAgentAsync(agent.Id, "not-the-token"));
                     var back = Pump.Until(second, second.AttachAgentAsync(agent.Id, agent.ResumeToken));
                     Assert.AreEqual("paused", back.AttachedState.State);
+                    Assert.AreEqual(InputPolicy.Merge, back.InputPolicy);  // the agent's own, heard on attach
                     Assert.AreEqual("gate", back.CurrentPause.NodeName);
                     var step = Pump.Until(second, back.ResumeAsync());
                     Assert.AreEqual("You said: Keep my sword.", step.Result.Text);

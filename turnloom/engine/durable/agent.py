@@ -31,7 +31,7 @@ import asyncio
 from functools import partial
 from typing import Any
 
-from ...states import TurnState
+from ...states import InputPolicy, TurnState
 from ..graph.params import NodeParams
 from ..support.logs import get_logger
 from ..turns.agent import KEPT_STATUSES, AgentCore
@@ -283,6 +283,28 @@ class DurableAgentCore(AgentCore):
         """Change the params, then save."""
         super().set_params(node_name, proposed)
         self.save()
+
+    def set_input_policy(self, policy: InputPolicy | str) -> None:
+        """Change the input policy, then save (a restored agent keeps it)."""
+        super().set_input_policy(policy)
+        self.save()
+
+    def send_message(
+        self, text: str, waiter: asyncio.Future[Step] | None = None, inline: bool = False
+    ) -> Turn:
+        """As `AgentCore.send_message`; a message queued behind a paused turn is saved with it
+        (nothing else would write the agent until the game resumes it): at once, as a change
+        of params is, or with the pause's own write if that is still on its way. Behind a
+        running turn, the turn's next rest writes it."""
+        queued = len(self.queue or ())
+        turn = super().send_message(text, waiter, inline)
+        if len(self.queue or ()) > queued and turn.state is TurnState.PAUSED:
+            writes = self.writes
+            if writes is not None and writes.holds(self.agent_id):
+                self._queue_write(None)  # replaces the snapshot on its way, or follows it
+            else:
+                self.save()
+        return turn
 
     def destroy(self) -> None:
         """Destroy the agent and delete its stored snapshot (the cancel writes nothing)."""

@@ -238,8 +238,11 @@ class AgentCore:
         Legal at rest, idle or paused (3004 while a turn runs); messages already waiting stay
         queued and run in order whatever the new policy.
         """
-        checked = checked_policy(policy, f"agent {self.agent_id}: set_input_policy")
+        # The table first, then the value (as every operation: a bad value on a busy or
+        # destroyed agent is 3004 or 3002).
         self._check(Trigger.EDIT, "set_input_policy")
+        checked = checked_policy(policy, f"agent {self.agent_id}: set_input_policy")
+        fire(self.turn, Trigger.EDIT)
         self.input_policy = checked
 
     def _node(self, node_name: str, operation: str) -> NodeParams:

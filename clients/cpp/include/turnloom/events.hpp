@@ -72,7 +72,7 @@ struct MessageEvent {
   std::optional<std::int64_t> turn_id;           // the turn it started; unset while queued,
                                                  // dropped
   std::optional<std::int64_t> replaced_turn_id;  // the turn an interrupt or merge cancelled
-  std::int64_t queued = 0;                       // messages waiting after this one
+  std::int64_t queued = 0;                       // messages waiting now (a queued one counts itself)
 };
 
 // One result of an AwaitResult pause: `result` is the text the model sees.

@@ -114,7 +114,7 @@ def test_a_save_while_a_turn_runs_is_3004() -> None:
             with pytest.raises(tl.AgentBusy, match="save"):
                 await agent.save("now")
             await resumed
-            assert engine.slots() == []
+            assert await engine.slots() == []
 
     asyncio.run(main())
 

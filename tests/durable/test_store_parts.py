@@ -265,7 +265,7 @@ def test_a_schema_1_file_is_read_and_marked_schema_3(tmp_path: Path) -> None:
     db.execute("UPDATE turnloom_meta SET value = '4'")
     db.commit()
     db.close()
-    with pytest.raises(ValueError, match="store schema 4, this turnloom reads 3"):
+    with pytest.raises(InvalidParamValue, match="store schema 4, this turnloom reads 3"):
         SQLiteStore(path)
 
 

@@ -30,8 +30,8 @@ from .durable.restore import SnapshotPlan, read_snapshot
 from .durable.revive import apply_snapshot, watch_stall
 from .durable.saves import checked_slot, descend, keep_time_left, shelf_of
 from .durable.snapshot import absolute_offset, pause_deadline, take_snapshot
-from .durable.store.base import SharedStore, Store
-from .durable.store.slots import SlotInfo
+from .durable.store.base import LARGEST_AGENT_ID, SharedStore, Store
+from .durable.store.slots import SlotInfo, SlotShelf, checked_agent_id
 from .graph.builder import CompiledGraph, GraphDescription, compile_graph
 from .graph.params import NodeParams, ToolCallParams
 from .inference.base import ModelBackend
@@ -50,6 +50,22 @@ from .turns.results import AgentListener
 from .turns.runtime import EngineSettings, Runtime
 
 log = get_logger("turnloom.engine")
+
+
+def _slot_name(slot: Any, operation: str) -> str:
+    """`checked_slot`, and text a store can write: a Python string may hold a lone surrogate
+    ("\\ud800"), which no UTF-8 encoder (SQLite's, Redis's) takes."""
+    name = checked_slot(slot, operation)
+    if not name.isascii():
+        try:
+            name.encode()
+        except UnicodeEncodeError as exc:
+            raise InvalidParamValue(
+                f"{operation}: a slot name must be valid Unicode text, got {brief(slot)} "
+                f"(a lone surrogate at index {exc.start})"
+            ) from None
+    return name
+
 
 #: The most nodes one turn may walk (a loop in the graph ends 4003 past its own limit; this
 #: bounds the limit itself, like every other number an agent takes).
@@ -88,6 +104,8 @@ class EngineCore(Runtime):
         self._last_agent_id = 0
         #: Ids of stored agents this engine could not restore: never given to another agent.
         self._held_ids: set[int] = set()
+        #: Whether the largest agent id the store's save slots name is in `_last_agent_id`.
+        self._slot_ids_read = False
         #: Where agents are written through; None = agents live in memory only.
         self.store = store
         #: With a shared store: this worker's leases (started when the engine gets its loop).
@@ -146,9 +164,23 @@ class EngineCore(Runtime):
 
     def _next_agent_id(self, durable: bool) -> int:
         if isinstance(self.store, SharedStore):  # unique across the workers
-            return self.store.allocate_id(durable)
-        # Past every id given or restored, so a new agent never takes a stored agent's id.
-        return self._last_agent_id + 1
+            agent_id = self.store.allocate_id(durable)
+        else:
+            # Past every id given or restored, so a new agent never takes a stored agent's id
+            # (nor one left stored by an engine that does not load them: `load_stored=False`);
+            # and past every id a save slot names (read once: later ones name ids given here),
+            # or it would take a destroyed agent's slots as its own, and its saves' retention
+            # would delete them.
+            if not self._slot_ids_read and isinstance(self.store, SlotShelf):
+                self._last_agent_id = max(self._last_agent_id, self.store.largest_agent_id())
+                self._slot_ids_read = True
+            agent_id = self._last_agent_id + 1
+        if agent_id > LARGEST_AGENT_ID:
+            raise InvalidParamValue(
+                f"no agent id is left: ids go up to 2**62 ({LARGEST_AGENT_ID}), and id "
+                f"{agent_id - 1} was given already (here or by the store); nothing was created"
+            )
+        return agent_id
 
     def create_agent(
         self,
@@ -284,11 +316,13 @@ class EngineCore(Runtime):
         """Write `agent` (idle or paused: 3004 while a turn runs) into the store's `slot`,
         replacing what it held; past `max_slots_per_agent`, the agent's oldest slots go."""
         shelf = shelf_of(self.store, "save")
-        name = checked_slot(slot, "save")
+        name = _slot_name(slot, "save")
         agent.check_at_rest("save")
         document = bytes(take_snapshot(agent))
         info = SlotInfo(name, agent.agent_id, self._absolute_now(), len(document))
         shelf.save_slot(info, document)
+        # Listed in the order saved (never a tie, whatever the clock): the one just written is
+        # first, and the oldest go.
         for old in shelf.slots(agent.agent_id)[self.settings.max_slots_per_agent :]:
             shelf.delete_slot(old.slot)
         return info
@@ -302,23 +336,46 @@ class EngineCore(Runtime):
         graph: GraphDescription | None = None,
         migrate: Migration | None = None,
         durable: bool | None = None,
+        operation: str = "load",
     ) -> AgentCore:
         """A new agent from the store's `slot` (3007 if there is none), or, with `replace`, the
-        agent of that id destroyed and the slot's agent in its place, under its id."""
-        shelf = shelf_of(self.store, "load")
-        name = checked_slot(slot, "load")
+        agent of that id destroyed and the slot's agent in its place, under its id. Every
+        argument is checked before anything changes (3007 naming it)."""
+        shelf = shelf_of(self.store, operation)
+        name = _slot_name(slot, operation)
+        if replace is not None:  # True would be agent 1, and the loaded agent's id a bool
+            replace = checked_agent_id(replace, operation, "replace")
+        if graph is not None and not isinstance(graph, GraphDescription):
+            raise InvalidParamValue(
+                f"{operation}: graph must be a GraphDescription or None, got {brief(graph)}"
+            )
+        if migrate is not None and not callable(migrate):
+            raise InvalidParamValue(
+                f"{operation}: migrate must be a function (document -> document) or None, "
+                f"got {brief(migrate)}"
+            )
+        stored = self._durable(durable, operation)
         document = shelf.load_slot(name)
         if document is None:
             known = [info.slot for info in shelf.slots()]
-            raise InvalidParamValue(f"load: no save slot {name!r} (slots: {some(known)})")
-        return self._descend(document, listener, name, replace, graph, migrate, durable)
+            raise InvalidParamValue(f"{operation}: no save slot {name!r} (slots: {some(known)})")
+        return self._descend(document, listener, name, replace, graph, migrate, stored)
 
     def fork(
-        self, source: AgentCore, listener: AgentListener, *, durable: bool | None = None
+        self, source: AgentCore | str, listener: AgentListener, *, durable: bool | None = None
     ) -> AgentCore:
-        """A new agent that goes on from where `source` stands (idle or paused) on its own."""
+        """A new agent that goes on on its own from where `source` stands: an agent (idle or
+        paused) or a save slot's name (3007 for anything else)."""
+        if isinstance(source, str):
+            return self.load_slot(source, listener, durable=durable, operation="fork")
+        if not isinstance(source, AgentCore):
+            raise InvalidParamValue(
+                "fork: source must be an agent of this engine (idle or paused) or a save "
+                f"slot's name, got {brief(source)}"
+            )
+        stored = self._durable(durable, "fork")
         source.check_at_rest("fork")
-        return self._descend(take_snapshot(source), listener, "", None, None, None, durable)
+        return self._descend(take_snapshot(source), listener, "", None, None, None, stored)
 
     def _descend(
         self,
@@ -328,9 +385,8 @@ class EngineCore(Runtime):
         replace: int | None,
         graph: GraphDescription | None,
         migrate: Migration | None,
-        durable: bool | None,
+        stored: bool,
     ) -> AgentCore:
-        stored = self._durable(durable, "load" if slot else "fork")
         plan = self._plan(document, graph, migrate)
         now = self._absolute_now()
         keep_time_left(plan, now)
@@ -341,6 +397,18 @@ class EngineCore(Runtime):
                 self.store.claim(replace, adopt=True)  # this worker holds the id it reuses
         agent_id = self._next_agent_id(stored) if replace is None else replace
         return self._come_back(agent_id, plan, listener, stored)
+
+    def list_slots(self, agent_id: int | None = None, operation: str = "slots") -> list[SlotInfo]:
+        """The store's slots (of the agent `agent_id`, or all), newest first; 3007 for an
+        `agent_id` no agent can have, [] for one no slot names."""
+        shelf = shelf_of(self.store, operation)
+        if agent_id is None:
+            return shelf.slots()
+        return shelf.slots(checked_agent_id(agent_id, operation, "agent_id"))
+
+    def delete_slot(self, slot: str, operation: str = "delete_slot") -> bool:
+        """Remove the store's `slot`; False if there was none."""
+        return shelf_of(self.store, operation).delete_slot(_slot_name(slot, operation))
 
     def _absolute_now(self) -> float:
         return self.clock.now() + absolute_offset(self.clock)

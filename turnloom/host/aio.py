@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 from ..engine.core import EngineCore
 from ..engine.durable.migration import Migration
-from ..engine.durable.saves import checked_slot, shelf_of
 from ..engine.durable.snapshot import AgentSnapshot, take_snapshot
 from ..engine.durable.store import Store, open_store
 from ..engine.durable.store.slots import SlotInfo
@@ -397,28 +396,26 @@ class AsyncEngine(ObservedEngine, AsyncEngineAPI):
 
     async def fork(self, source: AsyncAgent | str, *, durable: bool | None = None) -> AsyncAgent:
         """A new agent that goes on independently from `source`: an agent (idle or paused) or
-        a save slot's name. Its `lineage` says where it came from."""
-        if isinstance(source, str):
-            return await self.load(source, durable=durable)
-        if not isinstance(source, AsyncAgent):
-            raise TypeError(f"fork: source must be an agent or a slot name, got {type(source)}")
-        core = source._core
-        return self._make("fork", lambda dispatch: self.core.fork(core, dispatch, durable=durable))
+        a save slot's name (3007 for anything else). Its `lineage` says where it came from."""
+        origin = source._core if isinstance(source, AsyncAgent) else source
+        return self._make(
+            "fork", lambda dispatch: self.core.fork(origin, dispatch, durable=durable)
+        )
 
-    def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
-        """The store's save slots (of one agent, or all), newest first (3007 without a store)."""
+    async def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
+        """The store's save slots (of one agent, or all), newest first (3007 without a store,
+        or for an `agent_id` no agent can have). A coroutine, as on a remote engine."""
         self._bind()
         try:
-            return shelf_of(self.core.store, "slots").slots(agent_id)
+            return self.core.list_slots(agent_id)
         except Rejection as rejection:
-            raise rejected("slots", agent_id, rejection) from None
+            raise rejected("slots", None, rejection) from None
 
-    def delete_slot(self, slot: str) -> bool:
-        """Remove a save slot; False if there was none."""
+    async def delete_slot(self, slot: str) -> bool:
+        """Remove a save slot; False if there was none. A coroutine, as on a remote engine."""
         self._bind()
         try:
-            shelf = shelf_of(self.core.store, "delete_slot")
-            return shelf.delete_slot(checked_slot(slot, "delete_slot"))
+            return self.core.delete_slot(slot)
         except Rejection as rejection:
             raise rejected("delete_slot", None, rejection) from None
 

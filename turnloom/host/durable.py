@@ -149,18 +149,21 @@ class DurableEngineFace(Generic[A]):
         return self.wrap(agent, self._runner)
 
     def fork(self, source: Any, *, durable: bool | None = None) -> A:
-        """A new agent going on independently from `source`: an agent at rest, or a slot."""
-        origin = source if isinstance(source, str) else source._agent
+        """A new agent going on independently from `source`: an agent at rest, or a slot's
+        name (3007 for anything else, an agent of a remote engine too)."""
+        # Anything else goes on to the engine, which refuses it (3007) naming what it got.
+        origin = getattr(source, "_agent", source)
         agent = self._runner.block(self._engine.fork(origin, durable=durable), "fork")
         return self.wrap(agent, self._runner)
 
     def slots(self, agent_id: int | None = None) -> list[SlotInfo]:
-        """The store's save slots (of one agent, or all), newest first."""
-        return self._runner.block(_on_loop(self._engine.slots, agent_id), "slots")
+        """The store's save slots (of one agent, or all), newest first (3007 for an `agent_id`
+        no agent can have)."""
+        return self._runner.block(self._engine.slots(agent_id), "slots")
 
     def delete_slot(self, slot: str) -> bool:
         """Remove a save slot; False if there was none."""
-        return self._runner.block(_on_loop(self._engine.delete_slot, slot), "delete_slot")
+        return self._runner.block(self._engine.delete_slot(slot), "delete_slot")
 
     def agent(self, agent_id: int) -> A:
         """The live agent with this id, e.g. one the store brought back (3001 if none)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..engine.core import EngineCore
 from ..engine.durable.agent import DurableAgentCore
-from ..engine.durable.saves import checked_slot, shelf_of
+from ..engine.durable.store.slots import checked_agent_id
 from ..engine.graph.fields import params_to_mapping
 from ..engine.inference.info import model_info
 from ..engine.support.guards import brief
@@ -301,10 +301,14 @@ class SessionRequests(SessionEvents):
         """LoadSlot: a new agent of this session from a slot, or in place of one of its own."""
         replace = fields["replace_agent_id"]
         if replace is not None:
+            # Checked before the lookup: a list cannot be looked up, and True would find agent 1.
+            replace = checked_agent_id(replace, "LoadSlot", "replace_agent_id")
             self.agent({"agent_id": replace})  # only this session's agents can be replaced
         else:
             self.agent_room()
-        core = self.engine_core.load_slot(fields["slot"], self, replace=replace, durable=False)
+        core = self.engine_core.load_slot(
+            fields["slot"], self, replace=replace, durable=False, operation="LoadSlot"
+        )
         return self.adopted(core, replace)
 
     def fork_agent(self, fields: dict[str, Any]) -> dict[str, Any]:
@@ -314,8 +318,9 @@ class SessionRequests(SessionEvents):
             raise InvalidParamValue("ForkAgent: give either agent_id or slot")
         self.agent_room()
         if slot is not None:
-            core = self.engine_core.load_slot(slot, self, durable=False)
+            core = self.engine_core.load_slot(slot, self, durable=False, operation="ForkAgent")
         else:
+            checked_agent_id(agent_id, "ForkAgent", "agent_id")  # True would find agent 1
             core = self.engine_core.fork(self.agent(fields), self, durable=False)
         return self.adopted(core, None)
 
@@ -329,16 +334,13 @@ class SessionRequests(SessionEvents):
 
     def list_slots(self, fields: dict[str, Any]) -> dict[str, Any]:
         """ListSlots: the server store's slots, newest first."""
-        slots = shelf_of(self.engine_core.store, "ListSlots").slots(fields["agent_id"])
+        slots = self.engine_core.list_slots(fields["agent_id"], "ListSlots")
         return {"type": "SlotListResponse", "slots": [slot_to_wire(info) for info in slots]}
 
     def delete_slot(self, fields: dict[str, Any]) -> dict[str, Any]:
         """DeleteSlot: remove a slot; `deleted` is False when there was none."""
-        shelf = shelf_of(self.engine_core.store, "DeleteSlot")
-        return {
-            "type": "Ack",
-            "deleted": shelf.delete_slot(checked_slot(fields["slot"], "DeleteSlot")),
-        }
+        deleted = self.engine_core.delete_slot(fields["slot"], "DeleteSlot")
+        return {"type": "Ack", "deleted": deleted}
 
     def list_models(self, fields: dict[str, Any]) -> dict[str, Any]:
         """ListModels: the models graphs may name, sorted by name."""

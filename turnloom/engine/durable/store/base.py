@@ -119,6 +119,10 @@ class Claim:
     owner: str | None = None
 
 
+#: The largest agent id a store holds or an engine gives: far below SQLite's and msgpack's
+#: integer limits (2**63 - 1, 2**64 - 1), so the id after any stored one is still storable.
+LARGEST_AGENT_ID = 1 << 62
+
 #: How long a worker's leases last without a renewal, by default (seconds).
 LEASE_S = 5.0
 #: How often a worker looks for due deadlines nobody holds, by default (seconds).

@@ -10,15 +10,46 @@ holding it), `P:deadlines` (sorted set: id scored by its pause deadline), `P:nex
 (counter) and `P:worker:NAME` (a key with an expiry: worker NAME is alive while it exists). An
 agent is held by a worker when its `owners` field names a worker whose key exists. An agent's
 parts, as `parts.assemble` takes them, are its sealed ones then its tail.
+
+A dialog key is read with `redis.pcall`: one that another program left under the prefix, not a
+list, makes its agent unreadable (reported as a `broken` one), not the whole script fail.
+"""
+
+# KEYS: the store's keys, its id counter first. ARGV: the Redis type each must have (a key that
+# does not exist is fine). Returns {{i, type, ...} for each key of another type} and, when the
+# counter holds something INCR does not take (an integer, at most 18 digits here), its first
+# bytes. Reads only: run once when the store is opened, before anything is written.
+CHECK = """
+local wrong = {}
+for i, key in ipairs(KEYS) do
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= 'none' and kind ~= ARGV[i] then
+    wrong[#wrong + 1] = i
+    wrong[#wrong + 1] = kind
+  end
+end
+if redis.call('TYPE', KEYS[1]).ok == 'string' then
+  local head = redis.call('GETRANGE', KEYS[1], 0, 31)
+  local short = redis.call('STRLEN', KEYS[1]) <= 18
+  if not (short and (head == '0' or string.match(head, '^-?[1-9]%d*$'))) then
+    return {wrong, head}
+  end
+end
+return {wrong}
 """
 
 # KEYS: agents, owners, tails, constant. ARGV: id, me, worker key prefix, adopt ("1": claim
 # even if not stored), dialog key prefix. Returns {status, head, owner or '', sealed parts,
-# tail or '', constant entries or ''}.
+# tail or '', constant entries or ''}; {'broken', the dialog key's type} for a stored agent whose
+# dialog key is no list (not claimed).
 CLAIM = """
 local doc = redis.call('HGET', KEYS[1], ARGV[1])
 if not doc and ARGV[4] ~= '1' then return {'missing'} end
-local parts = redis.call('LRANGE', ARGV[5] .. ARGV[1], 0, -1)
+local parts = redis.pcall('LRANGE', ARGV[5] .. ARGV[1], 0, -1)
+if parts.err then
+  if doc then return {'broken', redis.call('TYPE', ARGV[5] .. ARGV[1]).ok} end
+  parts = {}  -- adopted: its first write replaces the key (from part 0)
+end
 local tail = redis.call('HGET', KEYS[3], ARGV[1]) or ''
 local constant = redis.call('HGET', KEYS[4], ARGV[1]) or ''
 local owner = redis.call('HGET', KEYS[2], ARGV[1])
@@ -130,26 +161,39 @@ return mine
 
 # KEYS: next_id, owners, agents. ARGV: me, durable ("1"). The counter starts past every id
 # already stored (a store written before the counter existed), and skips any id stored since.
+# Only fields of digits count (another program's "1.5" or "1e9" would make the counter a value
+# INCR refuses), up to 15 (exact in Lua's doubles, and written without an exponent). A counter
+# INCR refuses (not an integer) gives {error, its type, its first bytes}, nothing written.
 ALLOCATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then
   local top = 0
   for _, field in ipairs(redis.call('HKEYS', KEYS[3])) do
-    local n = tonumber(field)
-    if n and n > top then top = n end
+    if #field <= 15 and string.match(field, '^%d+$') then
+      local n = tonumber(field)
+      if n > top then top = n end
+    end
   end
-  redis.call('SET', KEYS[1], top)
+  redis.call('SET', KEYS[1], string.format('%d', top))
 end
-local id = redis.call('INCR', KEYS[1])
-while redis.call('HEXISTS', KEYS[3], id) == 1 do id = redis.call('INCR', KEYS[1]) end
+local id
+repeat
+  id = redis.pcall('INCR', KEYS[1])
+  if type(id) == 'table' then
+    local kind = redis.call('TYPE', KEYS[1]).ok
+    local head = kind == 'string' and redis.call('GETRANGE', KEYS[1], 0, 31) or ''
+    return {id.err, kind, head}
+  end
+until redis.call('HEXISTS', KEYS[3], id) == 0
 if ARGV[2] == '1' then redis.call('HSET', KEYS[2], id, ARGV[1]) end
 return id
 """
 
 # KEYS: agents, owners, tails, constant. ARGV: me, worker key prefix, dialog key prefix, ids...
 # Claims every listed agent no live worker holds: returns {id, head, sealed parts, tail or '',
-# constant entries or '', ...} and the owners that held the others.
+# constant entries or '', ...}, the owners that held the others, and {id, type, ...} of those
+# whose dialog key is no list (not claimed).
 CLAIM_MANY = """
-local out, busy = {}, {}
+local out, busy, broken = {}, {}, {}
 for i = 4, #ARGV do
   local id = ARGV[i]
   local owner = redis.call('HGET', KEYS[2], id)
@@ -158,24 +202,32 @@ for i = 4, #ARGV do
   else
     local doc = redis.call('HGET', KEYS[1], id)
     if doc then
-      redis.call('HSET', KEYS[2], id, ARGV[1])
-      out[#out + 1] = id
-      out[#out + 1] = doc
-      out[#out + 1] = redis.call('LRANGE', ARGV[3] .. id, 0, -1)
-      out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
-      out[#out + 1] = redis.call('HGET', KEYS[4], id) or ''
+      local parts = redis.pcall('LRANGE', ARGV[3] .. id, 0, -1)
+      if parts.err then
+        broken[#broken + 1] = id
+        broken[#broken + 1] = redis.call('TYPE', ARGV[3] .. id).ok
+      else
+        redis.call('HSET', KEYS[2], id, ARGV[1])
+        out[#out + 1] = id
+        out[#out + 1] = doc
+        out[#out + 1] = parts
+        out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+        out[#out + 1] = redis.call('HGET', KEYS[4], id) or ''
+      end
     end
   end
 end
-return {out, busy}
+return {out, busy, broken}
 """
 
 # KEYS: agents, tails, constant. ARGV: id, dialog key prefix. The agent's head, sealed parts,
-# tail (or '') and constant entries (or ''), read without a claim.
+# tail (or '') and constant entries (or ''), read without a claim; {the dialog key's type} when
+# it is no list.
 READ = """
 local doc = redis.call('HGET', KEYS[1], ARGV[1])
 if not doc then return false end
-local parts = redis.call('LRANGE', ARGV[2] .. ARGV[1], 0, -1)
+local parts = redis.pcall('LRANGE', ARGV[2] .. ARGV[1], 0, -1)
+if parts.err then return {redis.call('TYPE', ARGV[2] .. ARGV[1]).ok} end
 local tail = redis.call('HGET', KEYS[2], ARGV[1]) or ''
 return {doc, parts, tail, redis.call('HGET', KEYS[3], ARGV[1]) or ''}
 """

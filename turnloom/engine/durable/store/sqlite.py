@@ -1,12 +1,7 @@
 """The embedded store: one SQLite file (stdlib `sqlite3`), in WAL mode.
 
-Schema (`SCHEMA_VERSION` 3):
-
-    turnloom_meta(key TEXT PRIMARY KEY, value TEXT)        -- ('schema', '3')
-    turnloom_agents(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL, tail BLOB)
-    turnloom_dialog(agent_id INTEGER, part INTEGER, messages BLOB NOT NULL,
-                    PRIMARY KEY (agent_id, part)) WITHOUT ROWID
-    turnloom_constant(agent_id INTEGER PRIMARY KEY, entries BLOB NOT NULL)
+Schema 3 (`_CREATE`): turnloom_meta ('schema', '3'), turnloom_agents (agent_id, document, tail),
+turnloom_dialog (agent_id, part, messages) and turnloom_constant (agent_id, entries).
 
 An agent's row holds its snapshot's head and its dialog's tail, `turnloom_dialog` the sealed
 parts before it, `turnloom_constant` the entries its head leaves out, written once (`parts`,
@@ -24,8 +19,8 @@ of an fsync (one per group). The log is copied back into the file by the store's
 
 A file of an earlier schema is taken as it is and marked 3 once the tables and columns it lacks
 are added: schema 1 (whole snapshots only) and schema 2 (no constant table) hold whole heads,
-which are read as they are. A turnloom that reads an earlier schema only refuses a newer file
-by name.
+which are read as they are. A file this turnloom cannot use (not SQLite, a newer schema, another
+application's database) is refused with 3007 naming it, before anything is written (`_schema`).
 """
 
 from __future__ import annotations
@@ -37,15 +32,38 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from ...support.guards import some
+from ...support.logs import get_logger
 from ...support.rejections import InvalidParamValue
-from .base import Store, Write
+from .base import LARGEST_AGENT_ID, Store, Write
 from .log_checkpoints import BACKSTOP_PAGES, LogCheckpoints
 from .parts import SplitWrite, assemble
 from .slots import SQLiteSlots
 
+#: Where the rows that cannot be read are logged (`store.restore_failed`, `store.row_not_blob`).
+log = get_logger("turnloom.store")
 #: The layout this module writes; a file with another is refused (1 is taken and upgraded).
 SCHEMA_VERSION = 3
 _READS = ("1", "2", "3")
+#: The tables, made where they are missing (`turnloom_slots` on first use: `SQLiteSlots`).
+_CREATE = (
+    "turnloom_meta (key TEXT PRIMARY KEY, value TEXT)",
+    "turnloom_agents (agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL, tail BLOB)",
+    "turnloom_dialog (agent_id INTEGER, part INTEGER, messages BLOB NOT NULL, "
+    "PRIMARY KEY (agent_id, part)) WITHOUT ROWID",
+    "turnloom_constant (agent_id INTEGER PRIMARY KEY, entries BLOB NOT NULL)",
+)
+#: The columns (name, declared type) a table of turnloom's may have; with others, it is not ours.
+_AGENTS = "agent_id INTEGER, document BLOB"
+_TABLES = {
+    "turnloom_meta": ("key TEXT, value TEXT",),
+    "turnloom_agents": (f"{_AGENTS}, tail BLOB", _AGENTS),  # the second: schema 1
+    "turnloom_dialog": ("agent_id INTEGER, part INTEGER, messages BLOB",),
+    "turnloom_constant": ("agent_id INTEGER, entries BLOB",),
+    "turnloom_slots": ("slot TEXT, agent_id INTEGER, saved_at REAL, document BLOB",),
+}
+#: Why a row of an id no agent may have is not read back (`LARGEST_AGENT_ID`).
+_OUTSIDE = f"id outside 1..{LARGEST_AGENT_ID} (edited by hand?): the row is left; renumber it"
 _BATCH = 4096
 #: Rows written with one statement each group (`_many`): (start, one row's values, end).
 _ROWS = ("INSERT OR REPLACE INTO turnloom_agents (agent_id, document, tail) VALUES ", "(?,?,?)", "")
@@ -83,21 +101,18 @@ class SQLiteStore(SQLiteSlots, Store):
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
-        # Opened on the caller's thread, used on the engine loop's and by the thread that
-        # writes the groups off the loop (`writes_off_loop`): one at a time, by `_lock`.
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            # Opened on the caller's thread, used on the engine loop's and by the thread that
+            # writes the groups off the loop (`writes_off_loop`): one at a time, by `_lock`.
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:  # a folder, or in a folder that is not there
+            raise InvalidParamValue(
+                f"store {os.fspath(path)!r} cannot be opened ({exc}); nothing was changed: "
+                "give the path of a file (not a folder) in a folder that exists"
+            ) from None
         self._lock = threading.RLock()
         self._statements: dict[tuple[str, int], str] = {}
-        try:
-            # The first read of the file: a file that is not SQLite fails here, before any
-            # write (switching to WAL would write a header to it).
-            self._db.execute("PRAGMA schema_version").fetchone()
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise InvalidParamValue(
-                f"store {os.fspath(path)!r} is not a SQLite database ({exc}); "
-                "the file was not changed: give the path of a turnloom store or of a new file"
-            ) from None
+        found = _schema(self._db, os.fspath(path))  # before any write: a refused file stays
         (mode,) = self._db.execute("PRAGMA journal_mode=WAL").fetchone()
         self._db.execute(f"PRAGMA synchronous={synchronous}")
         #: The log's checkpoints, off the loop (`log_checkpoints`); None for a database with no
@@ -110,37 +125,14 @@ class SQLiteStore(SQLiteSlots, Store):
         # statement alone): in memory, not a temporary file created, written and deleted for
         # many of the groups.
         self._db.execute("PRAGMA temp_store=MEMORY")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS turnloom_meta (key TEXT PRIMARY KEY, value TEXT)"
-        )
-        self._db.execute(
-            "INSERT OR IGNORE INTO turnloom_meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
-        )
-        (found,) = self._db.execute(
-            "SELECT value FROM turnloom_meta WHERE key = 'schema'"
-        ).fetchone()
-        if found not in _READS:
-            self._db.close()
-            raise ValueError(f"{path}: store schema {found}, this turnloom reads {SCHEMA_VERSION}")
         with self._transaction():
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS turnloom_agents "
-                "(agent_id INTEGER PRIMARY KEY, document BLOB NOT NULL, tail BLOB)"
-            )
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(turnloom_agents)")}
-            if "tail" not in columns:  # a file of schema 1
+            for table in _CREATE:
+                self._db.execute(f"CREATE TABLE IF NOT EXISTS {table}")
+            if _columns(self._db, "turnloom_agents") != _TABLES["turnloom_agents"][0]:  # schema 1
                 self._db.execute("ALTER TABLE turnloom_agents ADD COLUMN tail BLOB")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS turnloom_dialog (agent_id INTEGER, part INTEGER, "
-                "messages BLOB NOT NULL, PRIMARY KEY (agent_id, part)) WITHOUT ROWID"
-            )
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS turnloom_constant "
-                "(agent_id INTEGER PRIMARY KEY, entries BLOB NOT NULL)"
-            )
-            if found != str(SCHEMA_VERSION):
+            if found != str(SCHEMA_VERSION):  # a new store, or one of an earlier schema
                 self._db.execute(
-                    "UPDATE turnloom_meta SET value = ? WHERE key = 'schema'",
+                    "INSERT OR REPLACE INTO turnloom_meta VALUES ('schema', ?)",
                     (str(SCHEMA_VERSION),),
                 )
 
@@ -249,9 +241,10 @@ class SQLiteStore(SQLiteSlots, Store):
                 "SELECT agent_id, document, tail FROM turnloom_agents ORDER BY agent_id"
             )
             # Parts and constant entries in the same order, read alongside: one pass over
-            # each table.
+            # each table (a part whose id is not a number, edited by hand, would stop it).
             parts = self._db.cursor().execute(
-                "SELECT agent_id, messages FROM turnloom_dialog ORDER BY agent_id, part"
+                "SELECT agent_id, messages FROM turnloom_dialog "
+                "WHERE typeof(agent_id) = 'integer' ORDER BY agent_id, part"
             )
             constants = self._db.cursor().execute(
                 "SELECT agent_id, entries FROM turnloom_constant ORDER BY agent_id"
@@ -262,6 +255,10 @@ class SQLiteStore(SQLiteSlots, Store):
             batch = []
             with self._lock:
                 for agent_id, head, tail in heads.fetchmany(_BATCH):
+                    # The engine's next id follows the largest read back: it must stay storable.
+                    if not 0 < agent_id <= LARGEST_AGENT_ID:
+                        log.error("store.restore_failed", agent_id=agent_id, reason=_OUTSIDE)
+                        continue
                     found = []
                     while pending is not None and pending[0] <= agent_id:
                         if pending[0] == agent_id:
@@ -274,7 +271,7 @@ class SQLiteStore(SQLiteSlots, Store):
                     entries = (
                         constant[1] if constant is not None and constant[0] == agent_id else b""
                     )
-                    batch.append((agent_id, assemble(head, found, entries)))
+                    batch.append((agent_id, _put_together(agent_id, head, found, entries)))
             if not batch:
                 return
             yield from batch
@@ -299,7 +296,7 @@ class SQLiteStore(SQLiteSlots, Store):
         constant = self._db.execute(
             "SELECT entries FROM turnloom_constant WHERE agent_id = ?", (agent_id,)
         ).fetchone()
-        return assemble(row[0], parts, b"" if constant is None else constant[0])
+        return _put_together(agent_id, row[0], parts, b"" if constant is None else constant[0])
 
     def close(self) -> None:
         """Write what is queued, then close the connection."""
@@ -308,6 +305,49 @@ class SQLiteStore(SQLiteSlots, Store):
             self._checkpoints.close()
         with self._lock:
             self._db.close()
+
+
+def _schema(db: sqlite3.Connection, path: str) -> str | None:
+    """The schema of the turnloom store in `db` (None: a new one, no table), read without writing
+    (switching to WAL would); for a file this turnloom cannot use, `db` closed and its 3007."""
+    problem, remedy, schema = "", "give the path of a turnloom store or of a new file", None
+    try:
+        query = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT GLOB 'sqlite_*'"
+        tables = sorted(name for (name,) in db.execute(query))
+        shapes = {table: _columns(db, table) for table in _TABLES.keys() & set(tables)}
+        clashes = [table for table, shape in sorted(shapes.items()) if shape not in _TABLES[table]]
+        if tables and "turnloom_meta" not in tables:
+            problem = f"is another application's SQLite database (tables {some(tables)})"
+        elif clashes:
+            problem = f"has a table {clashes[0]} of columns {shapes[clashes[0]]}, not turnloom's"
+        elif tables:
+            row = db.execute("SELECT value FROM turnloom_meta WHERE key = 'schema'").fetchone()
+            schema = None if row is None else str(row[0])  # None: its first open was cut short
+            if schema is not None and schema not in _READS:
+                problem = f"is of store schema {schema}, this turnloom reads {SCHEMA_VERSION}"
+                remedy = "open it with the newer turnloom that wrote it"
+    except sqlite3.DatabaseError as exc:  # not SQLite, cut short, or locked by another process
+        damaged = exc.sqlite_errorname in ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+        problem = f"{'is not a SQLite database' if damaged else 'cannot be read'} ({exc})"
+    if problem:
+        db.close()
+        raise InvalidParamValue(f"store {path!r} {problem}; the file was not changed: {remedy}")
+    return schema
+
+
+def _columns(db: sqlite3.Connection, table: str) -> str:  # as `_TABLES` writes them
+    return ", ".join(f"{c[1]} {c[2].upper()}" for c in db.execute(f"PRAGMA table_info({table})"))
+
+
+def _put_together(agent_id: int, head: Any, parts: list[Any], constant: Any) -> bytes:
+    """`assemble`, or b"" (refused by restore: logged, left, its id kept) if a value is no BLOB."""
+    if head.__class__ is bytes:  # kept from `bytes()`, which takes an int as a size (2**40: 1 TB)
+        try:
+            return assemble(head, parts, constant)
+        except TypeError:  # a part or the constant entries (a file edited by hand)
+            pass
+    log.warning("store.row_not_blob", agent_id=agent_id, reason="a value is not a BLOB")
+    return b""
 
 
 def _rest_values(writes: Sequence[Write]) -> list[object] | None:

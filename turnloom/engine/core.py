@@ -27,6 +27,7 @@ from .durable.agent import DurableAgentCore
 from .durable.leases import LeaseKeeper
 from .durable.migration import Migration, into_graph
 from .durable.restore import SnapshotPlan, read_snapshot
+from .durable.restore_checks import MAX_STEPS_PER_TURN
 from .durable.revive import apply_snapshot, watch_stall
 from .durable.saves import checked_slot, descend, keep_time_left, shelf_of
 from .durable.snapshot import absolute_offset, pause_deadline, take_snapshot
@@ -43,7 +44,7 @@ from .support.rejections import HeldElsewhere, InvalidParamValue, UnknownAgent
 from .turns.agent import AgentCore
 from .turns.agent_tags import checked_tags
 from .turns.dialog.history import check_fits
-from .turns.dialog.messages import dialog_from_messages
+from .turns.dialog.messages import dialog_from_messages, dialog_to_messages, next_call_seq
 from .turns.input_queue import checked_policy
 from .turns.observers import tell
 from .turns.results import AgentListener
@@ -65,11 +66,6 @@ def _slot_name(slot: Any, operation: str) -> str:
                 f"(a lone surrogate at index {exc.start})"
             ) from None
     return name
-
-
-#: The most nodes one turn may walk (a loop in the graph ends 4003 past its own limit; this
-#: bounds the limit itself, like every other number an agent takes).
-MAX_STEPS_PER_TURN = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +259,9 @@ class EngineCore(Runtime):
         agent.input_policy = plan.input_policy
         if plan.dialog:
             agent.dialog = plan.dialog
+            # Past the engine call ids an earlier agent's dialog holds: its own calls never
+            # repeat them (and its snapshot is not refused for them).
+            agent.call_seq = next_call_seq(dialog_to_messages(plan.dialog, copied=False))
         log.debug("agent.created", agent_id=agent.agent_id, nodes=len(plan.compiled.nodes))
         if isinstance(agent, DurableAgentCore):
             agent.save()

@@ -11,8 +11,7 @@ from typing import Any
 from ..graph.builder import GraphDescription
 from ..graph.data import graph_from_data, graph_to_data
 from ..graph.versions import graph_fingerprint, graph_label
-from ..support.guards import brief
-from .restore import refuse, snapshot_header, unpacked
+from .restore import check_graph_names, refuse, snapshot_header, unpacked
 from .snapshot import AgentSnapshot
 
 #: A game's migration of a snapshot made from an older graph: the document (`to_dict` form)
@@ -35,10 +34,10 @@ def into_graph(data: Any, graph: GraphDescription, migrate: Migration | None) ->
     graphs. `read_snapshot` then checks the result like any snapshot."""
     raw = snapshot_header(data)
     saved = _saved_graph(raw)
+    # Its record of the graph is checked against the graph it holds, as a plain restore does:
+    # a record that names another graph must not decide whether it needs a migration.
+    check_graph_names(raw, saved)
     saved_fp, target_fp = graph_fingerprint(saved), graph_fingerprint(graph)
-    recorded = raw.get("graph_fingerprint")
-    if recorded is not None and recorded != saved_fp:
-        raise refuse(f"graph_fingerprint {brief(recorded)} is not its graph's ({saved_fp})")
     document = dict(raw)
     if saved_fp != target_fp:
         old = graph_label(saved.version, saved_fp)

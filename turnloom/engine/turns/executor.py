@@ -277,7 +277,9 @@ def _end_pause(agent: TurnOwner, turn: Turn) -> OpenPause:
         timer.cancel()
     turn.timers = ()
     engine = agent.runtime
-    turn.paused_duration += engine.clock.now() - pause.started_at
+    # Never below zero (a pause restored into a clock that reads earlier than when it began):
+    # a snapshot with a negative paused time is refused.
+    turn.paused_duration += max(0.0, engine.clock.now() - pause.started_at)
     turn.pause = None
     engine.stall_watch.ended(pause)
     return pause

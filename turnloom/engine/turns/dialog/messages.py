@@ -10,6 +10,7 @@ starts an interaction, so the two forms map one to one. Snapshots store the same
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -107,3 +108,27 @@ def dialog_from_messages(messages: Any, where: str, *, copied: bool = True) -> l
         except RecursionError:
             raise InvalidParamValue(f"{where}: dialog message {index} is nested too deep") from None
     return dialog
+
+
+#: A tool call id the engine makes: "c" then 8 lowercase hex digits (`AgentCore.next_call_id`).
+ENGINE_CALL_ID = re.compile(r"c([0-9a-f]{8})")
+
+
+def engine_call_number(call_id: Any) -> int | None:
+    """The number of an engine call id, None for an id of another form (a seeded dialog's)."""
+    match = ENGINE_CALL_ID.fullmatch(call_id) if isinstance(call_id, str) else None
+    return None if match is None else int(match.group(1), 16)
+
+
+def next_call_seq(messages: Sequence[Mapping[str, Any]]) -> int:
+    """One past the largest engine call id in `messages` (0 if none): the counter of an agent
+    seeded with an earlier agent's dialog, so that its calls never repeat those ids."""
+    found = [
+        engine_call_number(call_id)
+        for message in messages
+        for call_id in (
+            [call.get("id") for call in message.get("tool_calls") or ()]
+            + ([message["tool_call_id"]] if "tool_call_id" in message else [])
+        )
+    ]
+    return max((number + 1 for number in found if number is not None), default=0)

@@ -102,6 +102,20 @@ def test_slots_are_listed_newest_first_deleted_and_refused_clearly(store_spec: S
         plain.create_agent(scenario.graph("pause")).save("x")
 
 
+def test_an_autosave_at_each_pause_is_made_from_the_paused_callback(store_spec: StoreSpec) -> None:
+    # A callback may not block: the blocking face's `save_async` is how it autosaves.
+    with _engine(store_spec()) as engine:
+        agent = engine.create_agent(scenario.graph("pause"))
+        saves: list[Any] = []
+        agent.set_on_paused(lambda node, _exit: saves.append(agent.save_async(f"auto-{node}")))
+        assert agent.send_message("hi").paused
+        (saved,) = saves
+        info = saved.result(timeout=10)
+        assert (info.slot, info.agent_id) == ("auto-act", agent.agent_id)
+        assert [slot.slot for slot in engine.slots()] == [info.slot]
+        assert engine.load(info.slot).wait().paused
+
+
 def test_a_save_while_a_turn_runs_is_3004() -> None:
     import asyncio
 

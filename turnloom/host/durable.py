@@ -50,6 +50,11 @@ class DurableAgentFace:
         turn runs); `engine.load(slot)` and `engine.fork(slot)` bring it back."""
         return self._runner.block(self._agent.save(slot), "save")
 
+    def save_async(self, slot: str) -> concurrent.futures.Future[SlotInfo]:
+        """`save` without blocking: an autosave from a callback (`on_paused`), which may not
+        block."""
+        return self._runner.submit(self._agent.save(slot))
+
     @property
     def lineage(self) -> list[dict[str, Any]]:
         """Where the agent came from (loaded from a slot, forked), oldest first."""

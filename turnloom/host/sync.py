@@ -81,6 +81,10 @@ class Agent(DurableAgentFace, DispatchFace):
         `InputPolicy` or its value (3007 otherwise); at rest only (3004 while a turn runs)."""
         self._runner.block(self._agent.set_input_policy(policy), "set_input_policy")
 
+    def set_input_policy_async(self, policy: InputPolicy | str) -> concurrent.futures.Future[None]:
+        """`set_input_policy` without blocking."""
+        return self._runner.submit(self._agent.set_input_policy(policy))
+
     def resume(
         self,
         resume_node: str = "",

@@ -274,6 +274,22 @@ def test_over_the_wire_an_attached_agent_reports_its_own_policy(tmp_path: Any) -
             assert attached.input_policy is tl.InputPolicy.MERGE
 
 
+@pytest.mark.parametrize("policy", ["interrupt", "merge"])
+def test_over_the_wire_a_stored_agents_new_turn_is_the_step_of_an_interrupting_message(
+    tmp_path: Any, policy: str
+) -> None:
+    # The cancelled turn's completion waits for its write; it still comes before the new
+    # turn's Ack, so the message's step is the new turn's pause, not the cancelled result.
+    store = str(tmp_path / "npcs.db")
+    engine = lambda: tl.AsyncEngine(tl.MockModel("mock"), store=store)  # noqa: E731
+    with BackgroundServer(engine) as server, tl.connect(*server.address) as remote:
+        agent = remote.create_agent(GRAPH, durable=True, input_policy=policy)
+        assert agent.send_message("first").paused
+        step = agent.send_message("second")
+        assert step.pause is not None and step.pause.node_name == "gate"
+        assert agent.resume().final.status is tl.TurnStatus.SUCCESS
+
+
 TOOL = tl.ToolDefinition(
     name="open_door",
     description="Open a door.",

@@ -220,8 +220,13 @@ class SessionRequests(SessionEvents):
         core = self.agent(fields)
         if core.turn.state is TurnState.IDLE:  # else the engine's own refusal (3004) answers
             self.open_turn_refusal()
-        queued = core.turn.state is not TurnState.IDLE and core.input_policy is InputPolicy.ENQUEUE
+        busy = core.turn.state is not TurnState.IDLE
+        queued = busy and core.input_policy is InputPolicy.ENQUEUE
         turn = core.send_message(fields["text"])
+        if busy and not queued and isinstance(core, DurableAgentCore):
+            # An interrupt or a merge: the cancelled turn's TurnComplete waits for its write,
+            # and must reach the client before this Ack (its step is the new turn's).
+            core.write_queued()
         if queued:  # its turn starts later: a NodeEvent message (fate started) says which
             return {"type": "Ack", "agent_id": core.agent_id, "turn_id": None, "queued": True}
         return {"type": "Ack", "agent_id": core.agent_id, "turn_id": turn.turn_id}

@@ -300,6 +300,9 @@ def test_fork_and_load_refuse_a_source_or_graph_of_another_kind_naming_it(
             engine.load("s", graph="oops")
         with pytest.raises(tl.InvalidParamValue, match="load: migrate must be a function"):
             engine.load("s", graph=scenario.graph("await"), migrate=5)
+        # The same check serves a restore into a patched graph.
+        with pytest.raises(tl.InvalidParamValue, match="restore: graph must be a GraphDescr"):
+            engine.restore(agent.snapshot(), graph="oops")
         # Refused from a slot, a fork says so.
         with pytest.raises(tl.InvalidParamValue, match=r"^\[3007\] fork: no save slot 'gone'"):
             engine.fork("gone")

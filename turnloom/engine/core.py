@@ -53,21 +53,6 @@ from .turns.runtime import EngineSettings, Runtime
 log = get_logger("turnloom.engine")
 
 
-def _slot_name(slot: Any, operation: str) -> str:
-    """`checked_slot`, and text a store can write: a Python string may hold a lone surrogate
-    ("\\ud800"), which no UTF-8 encoder (SQLite's, Redis's) takes."""
-    name = checked_slot(slot, operation)
-    if not name.isascii():
-        try:
-            name.encode()
-        except UnicodeEncodeError as exc:
-            raise InvalidParamValue(
-                f"{operation}: a slot name must be valid Unicode text, got {brief(slot)} "
-                f"(a lone surrogate at index {exc.start})"
-            ) from None
-    return name
-
-
 @dataclass(frozen=True, slots=True)
 class AgentPlan:
     """An agent checked and compiled (`EngineCore.prepare_agent`), not yet created."""
@@ -80,6 +65,20 @@ class AgentPlan:
     durable: bool
     #: What a message does while the agent's turn is open.
     input_policy: InputPolicy = InputPolicy.REJECT
+
+
+def _check_target(graph: Any, migrate: Any, operation: str) -> None:
+    """3007 unless `graph` is a GraphDescription (or None) and `migrate` a function (or None):
+    what a restore or a load into a patched graph is given."""
+    if graph is not None and not isinstance(graph, GraphDescription):
+        raise InvalidParamValue(
+            f"{operation}: graph must be a GraphDescription or None, got {brief(graph)}"
+        )
+    if migrate is not None and not callable(migrate):
+        raise InvalidParamValue(
+            f"{operation}: migrate must be a function (document -> document) or None, "
+            f"got {brief(migrate)}"
+        )
 
 
 class EngineCore(Runtime):
@@ -100,7 +99,8 @@ class EngineCore(Runtime):
         self._last_agent_id = 0
         #: Ids of stored agents this engine could not restore: never given to another agent.
         self._held_ids: set[int] = set()
-        #: Whether the largest agent id the store's save slots name is in `_last_agent_id`.
+        #: Whether the largest agent id the store names (its slots', and a SQLite store's
+        #: agents') is in `_last_agent_id` (`SlotShelf.largest_agent_id`, read once).
         self._slot_ids_read = False
         #: Where agents are written through; None = agents live in memory only.
         self.store = store
@@ -294,9 +294,15 @@ class EngineCore(Runtime):
         return self._come_back(agent_id, plan, listener, stored)
 
     def _plan(
-        self, snapshot: Any, graph: GraphDescription | None, migrate: Migration | None
+        self,
+        snapshot: Any,
+        graph: GraphDescription | None,
+        migrate: Migration | None,
+        operation: str = "restore",
     ) -> SnapshotPlan:
-        """The checked plan of a snapshot, into `graph` when one is given."""
+        """The checked plan of a snapshot, into `graph` when one is given (3007 for a `graph`
+        or a `migrate` of another kind, naming `operation`)."""
+        _check_target(graph, migrate, operation)
         if graph is not None:
             snapshot = into_graph(snapshot, graph, migrate)
         return read_snapshot(snapshot, self._model_error)
@@ -315,7 +321,7 @@ class EngineCore(Runtime):
         """Write `agent` (idle or paused: 3004 while a turn runs) into the store's `slot`,
         replacing what it held; past `max_slots_per_agent`, the agent's oldest slots go."""
         shelf = shelf_of(self.store, "save")
-        name = _slot_name(slot, "save")
+        name = checked_slot(slot, "save")
         agent.check_at_rest("save")
         document = bytes(take_snapshot(agent))
         info = SlotInfo(name, agent.agent_id, self._absolute_now(), len(document))
@@ -341,24 +347,15 @@ class EngineCore(Runtime):
         agent of that id destroyed and the slot's agent in its place, under its id. Every
         argument is checked before anything changes (3007 naming it)."""
         shelf = shelf_of(self.store, operation)
-        name = _slot_name(slot, operation)
+        name = checked_slot(slot, operation)
         if replace is not None:  # True would be agent 1, and the loaded agent's id a bool
             replace = checked_agent_id(replace, operation, "replace")
-        if graph is not None and not isinstance(graph, GraphDescription):
-            raise InvalidParamValue(
-                f"{operation}: graph must be a GraphDescription or None, got {brief(graph)}"
-            )
-        if migrate is not None and not callable(migrate):
-            raise InvalidParamValue(
-                f"{operation}: migrate must be a function (document -> document) or None, "
-                f"got {brief(migrate)}"
-            )
         stored = self._durable(durable, operation)
         document = shelf.load_slot(name)
         if document is None:
             known = [info.slot for info in shelf.slots()]
             raise InvalidParamValue(f"{operation}: no save slot {name!r} (slots: {some(known)})")
-        return self._descend(document, listener, name, replace, graph, migrate, stored)
+        return self._descend(document, listener, name, replace, graph, migrate, stored, operation)
 
     def fork(
         self, source: AgentCore | str, listener: AgentListener, *, durable: bool | None = None
@@ -374,7 +371,8 @@ class EngineCore(Runtime):
             )
         stored = self._durable(durable, "fork")
         source.check_at_rest("fork")
-        return self._descend(take_snapshot(source), listener, "", None, None, None, stored)
+        snapshot = take_snapshot(source)
+        return self._descend(snapshot, listener, "", None, None, None, stored, "fork")
 
     def _descend(
         self,
@@ -385,8 +383,9 @@ class EngineCore(Runtime):
         graph: GraphDescription | None,
         migrate: Migration | None,
         stored: bool,
+        operation: str,
     ) -> AgentCore:
-        plan = self._plan(document, graph, migrate)
+        plan = self._plan(document, graph, migrate, operation)
         now = self._absolute_now()
         keep_time_left(plan, now)
         descend(plan, slot, now)
@@ -407,7 +406,7 @@ class EngineCore(Runtime):
 
     def delete_slot(self, slot: str, operation: str = "delete_slot") -> bool:
         """Remove the store's `slot`; False if there was none."""
-        return shelf_of(self.store, operation).delete_slot(_slot_name(slot, operation))
+        return shelf_of(self.store, operation).delete_slot(checked_slot(slot, operation))
 
     def _absolute_now(self) -> float:
         return self.clock.now() + absolute_offset(self.clock)

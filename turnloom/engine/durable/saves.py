@@ -16,12 +16,22 @@ MAX_SLOT_CHARS = 128
 
 
 def checked_slot(slot: Any, operation: str) -> str:
-    """`slot` if it is a slot name (a non-empty string of at most `MAX_SLOT_CHARS`), else 3007."""
+    """`slot` if it is a slot name (a non-empty string of at most `MAX_SLOT_CHARS`, of text a
+    store can write), else 3007. A Python string may hold a lone surrogate ("\\ud800"), which
+    no UTF-8 encoder (SQLite's, Redis's) takes."""
     if not isinstance(slot, str) or not 1 <= len(slot) <= MAX_SLOT_CHARS:
         raise InvalidParamValue(
             f"{operation}: a slot name must be a string of 1 … {MAX_SLOT_CHARS} characters, "
             f"got {brief(slot)}"
         )
+    if not slot.isascii():
+        try:
+            slot.encode()
+        except UnicodeEncodeError as exc:
+            raise InvalidParamValue(
+                f"{operation}: a slot name must be valid Unicode text, got {brief(slot)} "
+                f"(a lone surrogate at index {exc.start})"
+            ) from None
     return slot
 
 

@@ -41,8 +41,7 @@ def checked_agent_id(value: Any, operation: str, name: str) -> int:
     naming `name`. A bool is refused although Python counts it an int: `True` would be taken
     for agent 1, and a float or a string would reach the store, which each store reads its
     own way (or not at all)."""
-    an_int = isinstance(value, int) and not isinstance(value, bool)
-    if not an_int or not 1 <= value <= LARGEST_AGENT_ID:
+    if not _an_id(value):
         raise InvalidParamValue(
             f"{operation}: {name} must be an agent id, an int in 1 … 2**62 (not a bool), "
             f"got {brief(value)}"
@@ -80,7 +79,8 @@ class SlotShelf(ABC):
 
 
 def _an_id(value: Any) -> bool:
-    return value.__class__ is int and 1 <= value <= LARGEST_AGENT_ID
+    """Whether `value` is an id an agent can have: an int (not a bool) in 1 … 2**62."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= LARGEST_AGENT_ID
 
 
 class SQLiteSlots(SlotShelf):

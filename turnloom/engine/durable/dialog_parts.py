@@ -29,6 +29,7 @@ from ..turns.agent import AgentCore
 from ..turns.dialog.messages import dialog_to_messages
 from ..turns.dialog.projection import Interaction
 from .head import HeadPacker
+from .pieces import join_packed
 from .store.parts import SplitWrite
 
 _PACKER = msgpack.Packer(use_bin_type=True)
@@ -36,18 +37,19 @@ _PACKER = msgpack.Packer(use_bin_type=True)
 #: Interactions in a sealed part (a multiple of it); the tail holds fewer.
 TAIL_TURNS = 16
 
+#: A user message packed up to its text: ``{"role": "user", "content": ...}``.
+_USER_MESSAGE = _PACKER.pack({"role": "user", "content": ""})[:-1]
+
 #: A sealed part: (interactions, messages, its messages packed back to back).
 Sealed = tuple[int, int, bytes]
-#: The tail, an interaction at a time: (messages, its messages packed back to back).
-Tail = tuple[tuple[int, bytes], ...]
 
 
 class StoredDialog:
     """What a store that keeps the dialog apart holds of one agent's dialog after a write:
     the dialog list it was taken from, how many interactions, the last of them (and its
-    number of messages), its sealed parts and its tail (and the tail's messages: how many, and
-    packed back to back, so that a turn joining it packs only itself); and the agent's
-    constant entries it holds (`HeadPacker.constant`, compared by identity)."""
+    number of messages), its sealed parts and its tail (how many interactions, how many
+    messages, and those packed back to back, so that a turn joining it packs only itself); and
+    the agent's constant entries it holds (`HeadPacker.constant`, compared by identity)."""
 
     __slots__ = (
         "constant",
@@ -57,19 +59,19 @@ class StoredDialog:
         "last_size",
         "parts",
         "sealed",
-        "tail",
         "tail_body",
         "tail_size",
+        "tail_turns",
     )
 
     def __init__(
         self,
         dialog: list[Interaction],
         sealed: tuple[Sealed, ...],
-        tail: Tail,
+        tail_turns: int,
+        tail_size: int,
+        tail_body: bytes,
         constant: bytes,
-        tail_size: int | None = None,
-        tail_body: bytes = b"",
     ) -> None:
         self.constant = constant
         self.dialog = dialog
@@ -77,14 +79,11 @@ class StoredDialog:
         self.last = dialog[-1]
         self.last_size = len(self.last.messages)
         self.sealed = sealed
-        self.tail = tail
-        if tail_size is None:
-            tail_size = sum(messages for messages, _ in tail)
-            tail_body = b"".join(packed for _, packed in tail)
+        self.tail_turns = tail_turns
         self.tail_size = tail_size
         self.tail_body = tail_body
         #: How many parts the store holds: the sealed ones, and the tail if there is one.
-        self.parts = len(sealed) + (1 if tail else 0)
+        self.parts = len(sealed) + (1 if tail_turns else 0)
 
 
 def split_snapshot(
@@ -109,62 +108,70 @@ def split_snapshot(
         and len(stored.last.messages) == stored.last_size
     ):
         joined = len(dialog) - stored.count
+        turns, size, body = stored.tail_turns, stored.tail_size, stored.tail_body
         if not joined:  # nothing joined since: the head alone
             cut = head.pack(agent, stored.parts, True)
             if head.constant is stored.constant:
                 return SplitWrite(cut, None), stored
             constant = head.constant  # another graph or tags: written again
-            kept, size, body = stored.sealed, stored.tail_size, stored.tail_body
-            after = StoredDialog(dialog, kept, stored.tail, constant, size, body)
+            after = StoredDialog(dialog, stored.sealed, turns, size, body, constant)
             return SplitWrite(cut, None, constant=constant), after
-        if joined == 1 and len(stored.tail) < TAIL_TURNS - 1:
+        if joined == 1 and turns < TAIL_TURNS - 1:
             # The common completion: one turn joins a tail that stays a tail, the one part
             # written (what the general case below does, in fewer steps).
-            messages, packed = entry = _interaction(dialog[-1])
-            size, body = stored.tail_size + messages, stored.tail_body + packed
+            messages, packed = _interaction(dialog[-1])
+            size, body = size + messages, body + packed
             kept = stored.sealed
             part = _PACKER.pack_array_header(size) + body
             cut = head.pack(agent, len(kept) + 1, True)
             constant = head.constant
-            after = StoredDialog(dialog, kept, (*stored.tail, entry), constant, size, body)
+            after = StoredDialog(dialog, kept, turns + 1, size, body, constant)
             changed = None if constant is stored.constant else constant
             return SplitWrite(cut, len(kept), (part,), True, changed), after
         sealed = list(stored.sealed)
-        tail = [*stored.tail, *map(_interaction, dialog[stored.count :])]
+        joining = list(map(_interaction, dialog[stored.count :]))
         base = len(sealed)  # the parts before it stay as they are
         held = stored.constant
     else:  # the whole dialog, every part written: its sealed part packed in one go
         whole = len(dialog) - len(dialog) % TAIL_TURNS
         sealed = [_sealed(dialog[:whole])] if whole else []
-        tail = list(map(_interaction, dialog[whole:]))
+        joining = list(map(_interaction, dialog[whole:]))
+        turns, size, body = 0, 0, b""
         base = 0
         held = None
-    if len(tail) >= TAIL_TURNS:  # the tail is full: sealed, and merged
-        whole = len(tail) - len(tail) % TAIL_TURNS
-        size = whole
-        count = sum(messages for messages, _ in tail[:whole])
-        body = b"".join(packed for _, packed in tail[:whole])
-        del tail[:whole]
+    if turns + len(joining) >= TAIL_TURNS:  # the tail is full: sealed, and merged
+        # The stored tail (fewer than TAIL_TURNS) and the first of the turns joining it.
+        whole = turns + len(joining) - (turns + len(joining)) % TAIL_TURNS
+        into, joining = joining[: whole - turns], joining[whole - turns :]
+        sealing = (
+            whole,
+            size + sum(messages for messages, _ in into),
+            body + b"".join(packed for _, packed in into),
+        )
+        turns, size, body = 0, 0, b""
         at = len(sealed)
-        while at and sealed[at - 1][0] <= size:
+        while at and sealed[at - 1][0] <= sealing[0]:
             at -= 1
-            size, count, body = (
-                size + sealed[at][0],
-                count + sealed[at][1],
-                sealed[at][2] + body,
+            earlier = sealed[at]
+            sealing = (
+                earlier[0] + sealing[0],
+                earlier[1] + sealing[1],
+                earlier[2] + sealing[2],
             )
         del sealed[at:]
-        sealed.append((size, count, body))
+        sealed.append(sealing)
         base = min(base, at)
-    parts = [_PACKER.pack_array_header(count) + body for _, count, body in sealed[base:]]
-    if tail:
-        count = sum(messages for messages, _ in tail)
-        parts.append(_PACKER.pack_array_header(count) + b"".join(packed for _, packed in tail))
-    cut = head.pack(agent, len(sealed) + (1 if tail else 0), True)
+    turns += len(joining)
+    size += sum(messages for messages, _ in joining)
+    body += b"".join(packed for _, packed in joining)
+    parts = [_PACKER.pack_array_header(count) + packed for _, count, packed in sealed[base:]]
+    if turns:
+        parts.append(_PACKER.pack_array_header(size) + body)
+    cut = head.pack(agent, len(sealed) + (1 if turns else 0), True)
     constant = head.constant
-    after = StoredDialog(dialog, tuple(sealed), tuple(tail), constant)
+    after = StoredDialog(dialog, tuple(sealed), turns, size, body, constant)
     changed = None if constant is held else constant
-    return SplitWrite(cut, base, tuple(parts), bool(tail), changed), after
+    return SplitWrite(cut, base, tuple(parts), bool(turns), changed), after
 
 
 def _interaction(interaction: Interaction) -> tuple[int, bytes]:
@@ -174,8 +181,9 @@ def _interaction(interaction: Interaction) -> tuple[int, bytes]:
         return len(messages), _packed_body(messages)
     # `dialog_to_messages` of one unpinned interaction, inline (at every completion of every
     # durable agent): its user message, then its own.
-    flat = [{"role": "user", "content": interaction.user_message}, *interaction.messages]
-    return len(flat), _packed_body(flat)
+    messages = interaction.messages
+    packed = join_packed((_USER_MESSAGE, interaction.user_message, *messages))
+    return 1 + len(messages), packed
 
 
 def _sealed(interactions: list[Interaction]) -> tuple[int, int, bytes]:

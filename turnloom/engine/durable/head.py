@@ -14,6 +14,7 @@ import msgpack
 
 from ..graph.builder import CompiledGraph
 from ..turns.results import TurnResult
+from .pieces import join_packed
 from .snapshot import (
     _constant,
     _latest,
@@ -121,23 +122,22 @@ class HeadPacker:
         # Every pause's and completion's write, as a rule: `_latest`'s three entries (when,
         # the paused turn, the dialog) from packed pieces.
         now, offset = now_and_offset(agent.runtime)  # one reading: "saved_at" and the pause
-        header, settled, saved_at = self._header, self._settled, _PACKER.pack(now + offset)
         turn = agent.turn
         if turn.pause is None:
             at, paused, self.deadline = _AT_REST, b"", None
         else:
             at, paused = _TURN, self._turn(turn, offset)
-        return b"".join(
+        return join_packed(
             (
-                header,
+                self._header,
                 constant,
-                settled,
+                self._settled,
                 _SAVED_AT,
-                saved_at,
+                now + offset,
                 at,
                 paused,
                 _DIALOG,
-                _PACKER.pack(dialog),
+                dialog,
             )
         )
 
@@ -177,18 +177,20 @@ class HeadPacker:
         started = pause.started_at
         deadline = self.deadline = pause_deadline(turn, offset)
         interaction = turn.interaction
-        return b"".join(
+        return join_packed(
             (
                 _PAUSED_HEADER,
-                _PACKER.pack(
-                    {
-                        "turn_id": turn.turn_id,
-                        "user_message": interaction.user_message,
-                        "messages": interaction.messages,
-                    }
-                )[1:],
+                _TURN_ID,
+                turn.turn_id,
+                _USER_MESSAGE,
+                interaction.user_message,
+                _MESSAGES,
+                interaction.messages,
                 self._paused,
-                _PACKER.pack({"paused_at": started + offset, "deadline": deadline})[1:],
+                _PAUSED_AT,
+                started + offset,
+                _DEADLINE,
+                deadline,
             )
         )
 
@@ -202,14 +204,14 @@ class HeadPacker:
             # The agent's clock is its engine's, for as long as it lives.
             self._clock = _CLOCK_ENTRIES[entries["clock"]]
             self._options_key = options_key
-        return b"".join(
+        return join_packed(
             (
                 self._options,
                 _CALL_SEQ,
-                _PACKER.pack(agent.call_seq),
+                agent.call_seq,
                 _UNUSED_STATE,
                 _LAST_RESULT,
-                _NONE if result is None else _PACKER.pack(result.as_fields()),
+                None if result is None else result.as_fields(),
                 self._clock,
             )
         )
@@ -261,9 +263,15 @@ def _unchanging_paused(key: tuple[Any, ...]) -> bytes:
     )
 
 
-#: A paused turn's map header (`snapshot._paused_turn`: eleven entries) and its "pause" key.
+#: A paused turn's map header (`snapshot._paused_turn`: eleven entries), and the keys of its
+#: entries packed every time.
 _PAUSED_HEADER = _PACKER.pack_map_header(11)
 _PAUSE = _PACKER.pack("pause")
+_TURN_ID = _PACKER.pack("turn_id")
+_USER_MESSAGE = _PACKER.pack("user_message")
+_MESSAGES = _PACKER.pack("messages")
+_PAUSED_AT = _PACKER.pack("paused_at")
+_DEADLINE = _PACKER.pack("deadline")
 
 #: How many entries `_settled` has.
 _SETTLED = 7

@@ -184,18 +184,15 @@ class RedisStore(RedisSlots, SharedStore):
         """One SAVE_MANY call per `_SAVE_BATCH` agents, all in one round trip: each agent this
         worker holds is written (its head, and its parts from the write's base on); the
         others' ids are returned."""
-        calls = [
-            save_arguments(writes[start : start + _SAVE_BATCH])
-            for start in range(0, len(writes), _SAVE_BATCH)
-        ]
-        if len(calls) == 1:
-            replies = [self._writes.call(calls[0])]
+        if len(writes) <= _SAVE_BATCH:
+            replies = [self._writes.call(writes)]
         else:
             self._writes.settle()
             keys = self._save_keys
             script = self._scripts["SAVE_MANY"]
             pipe = self._client.pipeline(transaction=False)
-            for table, blobs in calls:
+            for start in range(0, len(writes), _SAVE_BATCH):
+                table, blobs = save_arguments(writes[start : start + _SAVE_BATCH])
                 packed = msgpack.packb(table, use_bin_type=False)
                 script(keys=keys, args=[self.worker, self._dialogs, packed, *blobs], client=pipe)
             replies = pipe.execute()
@@ -205,7 +202,7 @@ class RedisStore(RedisSlots, SharedStore):
         """Send the one SAVE_MANY call of `writes` without reading Redis's answer (`read_sent`
         reads it: `WriteConnection.send`); False, nothing sent, for more than one call's worth
         of writes or a send that failed: `save_many` them."""
-        return len(writes) <= _SAVE_BATCH and self._writes.send(save_arguments(writes))
+        return len(writes) <= _SAVE_BATCH and self._writes.send(writes)
 
     def read_sent(self) -> list[int]:
         """The ids `send_ahead`'s writes refused, once Redis has answered."""

@@ -21,12 +21,16 @@ import msgpack
 import redis
 
 from .base import Write
-from .parts import as_split
+from .parts import SplitWrite, as_split
 
 try:  # the client's own C packer (the `redis[hiredis]` extra the store asks for)
     from hiredis import pack_command as _pack_command
 except ImportError:  # pragma: no cover - the client packs the command itself
     _pack_command = None  # type: ignore[assignment]
+try:  # the package's C extension: the whole call packed in one go (`_save_call.c`)
+    from ._save_call import packed_call as _packed_call
+except ImportError:  # not built: the call's table and blobs made here, packed by hiredis
+    _packed_call = None  # type: ignore[assignment]
 
 #: One SAVE_MANY call's arguments after its keys: the writes' table, and the blobs it points to.
 Call = tuple[list[Any], list[bytes]]
@@ -45,35 +49,37 @@ class WriteConnection:
         self._script = script
         self._head = head
         self._keys = str(keys).encode()
+        #: The call's arguments before its table, encoded (`_packed_call`'s).
+        self._first = (b"EVALSHA", script.sha.encode(), self._keys, *head)
         self._connection: Any = None
         #: What packs the table as Redis's `cmsgpack` reads it (str types only).
         self._packer = msgpack.Packer(use_bin_type=False)
         self._lock = threading.Lock()
-        #: The call sent ahead whose answer is unread (`send`), to make it again if Redis lacks
-        #: the script or the connection drops.
-        self._sent: Call | None = None
+        #: The writes sent ahead whose answer is unread (`send`), to make the call again if
+        #: Redis lacks the script or the connection drops.
+        self._sent: Sequence[Write] | None = None
         #: Its answer once read (or what reading it failed with), until `read` takes it.
         self._answered: Any = None
 
-    def call(self, call: Call) -> Any:
-        """Make `call` and wait for its answer (SAVE_MANY's: the ids refused)."""
+    def call(self, writes: Sequence[Write]) -> Any:
+        """Make the SAVE_MANY call of `writes` and wait for its answer (the ids refused)."""
         with self._lock:
             self._settle()
-            return self._call(call)
+            return self._call(writes)
 
-    def send(self, call: Call) -> bool:
-        """Send `call` without reading its answer (`read` reads it); False, nothing sent, if
-        the connection dropped."""
-        args, command = self._command(call)
+    def send(self, writes: Sequence[Write]) -> bool:
+        """Send the SAVE_MANY call of `writes` without reading its answer (`read` reads it);
+        False, nothing sent, if the connection dropped."""
+        command = self._command(writes)
         with self._lock:
             self._settle()
             connection = self._connected()
             try:
-                _put(connection, args, command, call[1])
+                _put(connection, command)
             except redis.exceptions.ConnectionError:
                 connection.disconnect()
                 return False
-            self._sent = call
+            self._sent = writes
         return True
 
     def read(self) -> list[int]:
@@ -107,15 +113,15 @@ class WriteConnection:
         (with the lock held)."""
         if self._sent is None:
             return
-        call, self._sent = self._sent, None
+        writes, self._sent = self._sent, None
         try:
             try:
                 self._answered = self._connected().read_response()
             except redis.exceptions.ConnectionError:
                 self._connected().disconnect()
-                self._answered = self._call(call)
+                self._answered = self._call(writes)
             except redis.exceptions.NoScriptError:
-                self._answered = self._call(call)
+                self._answered = self._call(writes)
         except Exception as exc:
             self._answered = exc
 
@@ -124,29 +130,35 @@ class WriteConnection:
             self._connection = self._client.connection_pool.get_connection()
         return self._connection
 
-    def _command(self, call: Call) -> tuple[tuple[bytes, ...], bytes | None]:
-        """The call's arguments before its blobs, and the whole call packed (None: the client
-        packs it)."""
-        table, blobs = call
-        args = (b"EVALSHA", self._script.sha, self._keys, *self._head, self._packer.pack(table))
+    def _command(self, writes: Sequence[Write]) -> bytes | tuple[bytes, ...]:
+        """The SAVE_MANY call of `writes`, packed as Redis reads it; or its arguments, for the
+        client to pack."""
+        if _packed_call is not None:
+            # The table, the blobs and the packing in one C call (a group of 20 writes: 32 us
+            # in Python and hiredis against 10).
+            command: bytes | None = _packed_call(self._first, writes, SplitWrite)
+            if command is not None:
+                return command
+        table, blobs = save_arguments(writes)
+        args = (*self._first, self._packer.pack(table), *blobs)
         if _pack_command is None:
-            return args, None
+            return args
         # In one C call: the client's packer calls its encoder on each argument first (a group
         # of 64 writes, 96 heads and tails: 55 us against 20).
         try:
-            return args, _pack_command((*args, *blobs))
+            return _pack_command(args)
         except TypeError:  # a value hiredis does not take (a bytearray): the client's
-            return args, None
+            return args
 
-    def _call(self, call: Call) -> Any:
-        """Make `call` and read its answer: its script loaded if Redis lacks it, and made once
-        more on a dropped connection."""
-        args, command = self._command(call)
+    def _call(self, writes: Sequence[Write]) -> Any:
+        """Make the SAVE_MANY call of `writes` and read its answer: its script loaded if Redis
+        lacks it, and made once more on a dropped connection."""
+        command = self._command(writes)
         connection = self._connected()
         again = True
         while True:
             try:
-                _put(connection, args, command, call[1])
+                _put(connection, command)
                 return connection.read_response()
             except redis.exceptions.NoScriptError:
                 if not again:
@@ -160,14 +172,12 @@ class WriteConnection:
             again = False
 
 
-def _put(
-    connection: Any, args: tuple[bytes, ...], command: bytes | None, blobs: list[bytes]
-) -> None:
-    """Send a call on `connection`: packed whole (`command`), else by the client's packer."""
-    if command is not None:
+def _put(connection: Any, command: bytes | tuple[bytes, ...]) -> None:
+    """Send a call on `connection`: packed whole, else its arguments by the client's packer."""
+    if command.__class__ is bytes:
         connection.send_packed_command([command])
     else:
-        connection.send_command(*args, *blobs)
+        connection.send_command(*command)
 
 
 def save_arguments(writes: Sequence[Write]) -> Call:

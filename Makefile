@@ -32,7 +32,7 @@ ifneq ($(wildcard $(VENV)/lib/python*/site-packages/__editable___turnloom_*_find
 $(shell rm -f $(STAMP) $(BENCH_STAMP))
 endif
 
-$(STAMP): pyproject.toml setup.py $(wildcard turnloom/engine/durable/*.c turnloom/engine/durable/store/*.c)
+$(STAMP): pyproject.toml setup.py $(wildcard turnloom/engine/durable/*.[ch] turnloom/engine/durable/store/*.c)
 	@$(PYTHON) $(PY_CHECK) || { echo "turnloom needs Python >= 3.11, and '$(PYTHON)' is" \
 		"$$($(PYTHON) -V 2>&1). Pick another: make $(MAKECMDGOALS) PYTHON=python3.12" >&2; exit 1; }
 	@$(PY) $(PY_CHECK) 2>/dev/null || $(PYTHON) -m venv --clear $(VENV)

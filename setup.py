@@ -8,9 +8,12 @@ built (no C compiler), the install goes on and the same bytes are made in Python
 
 from setuptools import Extension, setup
 
+#: What both extensions include: msgpack written into a growing buffer.
+SHARED = "turnloom/engine/durable/_msgpack_write.h"
+
 setup(
     ext_modules=[
-        Extension(name, [f"{name.replace('.', '/')}.c"], optional=True)
+        Extension(name, [f"{name.replace('.', '/')}.c"], depends=[SHARED], optional=True)
         for name in (
             "turnloom.engine.durable._packed_pieces",
             "turnloom.engine.durable.store._save_call",

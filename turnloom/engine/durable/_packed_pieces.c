@@ -12,57 +12,13 @@
    64 bits, a lone surrogate, nesting past msgpack's limit) is packed again whole by the
    Python packer given to `set_fallback`, so its bytes or its error are that packer's own. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "_msgpack_write.h"
 
 /* msgpack's own nesting limit (`Packer`'s DEFAULT_RECURSE_LIMIT): deeper, the item is the
    Python packer's, which raises its own error. */
 #define NEST_LIMIT 511
 
 static PyObject *fallback = NULL; /* msgpack.Packer(use_bin_type=True).pack */
-
-typedef struct {
-    char *data;
-    Py_ssize_t size;
-    Py_ssize_t room;
-    char inline_room[512];
-} Buffer;
-
-static int grow(Buffer *buffer, Py_ssize_t more) {
-    Py_ssize_t room = buffer->room * 2;
-    while (room < buffer->size + more) room *= 2;
-    char *data;
-    if (buffer->data == buffer->inline_room) {
-        data = PyMem_Malloc(room);
-        if (data != NULL) memcpy(data, buffer->data, buffer->size);
-    } else {
-        data = PyMem_Realloc(buffer->data, room);
-    }
-    if (data == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    buffer->data = data;
-    buffer->room = room;
-    return 0;
-}
-
-static inline int put(Buffer *buffer, const void *bytes, Py_ssize_t size) {
-    if (buffer->size + size > buffer->room && grow(buffer, size) < 0) return -1;
-    memcpy(buffer->data + buffer->size, bytes, size);
-    buffer->size += size;
-    return 0;
-}
-
-/* A marker byte then `width` bytes of `value`, big-endian (width 0: the marker alone). */
-static inline int put_head(Buffer *buffer, unsigned char marker, uint64_t value, int width) {
-    unsigned char bytes[9];
-    bytes[0] = marker;
-    for (int at = 0; at < width; at++) bytes[width - at] = (unsigned char)(value >> (8 * at));
-    return put(buffer, bytes, 1 + width);
-}
 
 /* A length-prefixed header: the fix form below `fix_below`, else the 8-bit form (if any:
    `marker8` nonzero), the 16-bit or the 32-bit one. */
@@ -84,19 +40,7 @@ static int pack_int(Buffer *buffer, PyObject *value) {
     long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (overflow) return NOT_PLAIN; /* past 63 bits: uint64 or too large, the packer's */
     if (number == -1 && PyErr_Occurred()) return FAILED;
-    if (number > 0) { /* msgpack packs a positive int as an unsigned one */
-        uint64_t positive = (uint64_t)number;
-        if (positive < 0x80) return put_head(buffer, (unsigned char)positive, 0, 0);
-        if (positive < 0x100) return put_head(buffer, 0xcc, positive, 1);
-        if (positive < 0x10000) return put_head(buffer, 0xcd, positive, 2);
-        if (positive < 0x100000000ULL) return put_head(buffer, 0xce, positive, 4);
-        return put_head(buffer, 0xcf, positive, 8);
-    }
-    if (number >= -32) return put_head(buffer, (unsigned char)(int8_t)number, 0, 0);
-    if (number >= -128) return put_head(buffer, 0xd0, (uint64_t)number, 1);
-    if (number >= -32768) return put_head(buffer, 0xd1, (uint64_t)number, 2);
-    if (number >= -2147483648LL) return put_head(buffer, 0xd2, (uint64_t)number, 4);
-    return put_head(buffer, 0xd3, (uint64_t)number, 8);
+    return put_int(buffer, number);
 }
 
 static int pack_value(Buffer *buffer, PyObject *value, int depth) {
@@ -162,41 +106,40 @@ static PyObject *join_packed(PyObject *module, PyObject *items) {
                      Py_TYPE(items)->tp_name);
         return NULL;
     }
-    Buffer buffer = {NULL, 0, sizeof buffer.inline_room};
-    buffer.data = buffer.inline_room;
-    PyObject *joined = NULL;
+    Buffer buffer;
+    buffer_init(&buffer);
+    int failed = 0;
     Py_ssize_t count = PyTuple_GET_SIZE(items);
-    for (Py_ssize_t at = 0; at < count; at++) {
+    for (Py_ssize_t at = 0; at < count && !failed; at++) {
         PyObject *item = PyTuple_GET_ITEM(items, at);
         if (Py_TYPE(item) == &PyBytes_Type) { /* a piece packed before */
-            if (put(&buffer, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item)) < 0) goto done;
+            failed = put(&buffer, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item)) < 0;
             continue;
         }
         Py_ssize_t start = buffer.size;
         int packed = pack_value(&buffer, item, 0);
-        if (packed == FAILED) goto done;
-        if (packed == NOT_PLAIN) {
-            buffer.size = start;
-            if (fallback == NULL) {
-                PyErr_SetString(PyExc_RuntimeError, "join_packed: no fallback packer set");
-                goto done;
-            }
-            PyObject *bytes = PyObject_CallOneArg(fallback, item);
-            if (bytes == NULL) goto done;
-            if (!PyBytes_Check(bytes)) {
-                Py_DECREF(bytes);
-                PyErr_SetString(PyExc_TypeError, "join_packed: the fallback packer gave no bytes");
-                goto done;
-            }
-            int failed = put(&buffer, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
-            Py_DECREF(bytes);
-            if (failed < 0) goto done;
+        if (packed != NOT_PLAIN) {
+            failed = packed == FAILED;
+            continue;
         }
+        buffer.size = start;
+        if (fallback == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "join_packed: no fallback packer set");
+            failed = 1;
+            continue;
+        }
+        PyObject *bytes = PyObject_CallOneArg(fallback, item);
+        if (bytes == NULL || !PyBytes_Check(bytes)) {
+            if (bytes != NULL)
+                PyErr_SetString(PyExc_TypeError, "join_packed: the fallback packer gave no bytes");
+            Py_XDECREF(bytes);
+            failed = 1;
+            continue;
+        }
+        failed = put(&buffer, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes)) < 0;
+        Py_DECREF(bytes);
     }
-    joined = PyBytes_FromStringAndSize(buffer.data, buffer.size);
-done:
-    if (buffer.data != buffer.inline_room) PyMem_Free(buffer.data);
-    return joined;
+    return buffer_bytes(&buffer, failed);
 }
 
 static PyObject *set_fallback(PyObject *module, PyObject *pack) {

@@ -7,62 +7,9 @@
    anything but the usual (a snapshot that is neither `bytes` nor a `SplitWrite`, a part that
    is not `bytes`, a deadline that is not a float) is left to the Python code: None. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
-typedef struct {
-    char *data;
-    Py_ssize_t size;
-    Py_ssize_t room;
-} Buffer;
-
-static int reserve(Buffer *buffer, Py_ssize_t more) {
-    if (buffer->size + more <= buffer->room) return 0;
-    Py_ssize_t room = buffer->room ? buffer->room * 2 : 4096;
-    while (room < buffer->size + more) room *= 2;
-    char *data = PyMem_Realloc(buffer->data, room);
-    if (data == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    buffer->data = data;
-    buffer->room = room;
-    return 0;
-}
-
-static int put(Buffer *buffer, const void *bytes, Py_ssize_t size) {
-    if (reserve(buffer, size) < 0) return -1;
-    memcpy(buffer->data + buffer->size, bytes, size);
-    buffer->size += size;
-    return 0;
-}
-
-static int put_head(Buffer *buffer, unsigned char marker, uint64_t value, int width) {
-    unsigned char bytes[9];
-    bytes[0] = marker;
-    for (int at = 0; at < width; at++) bytes[width - at] = (unsigned char)(value >> (8 * at));
-    return put(buffer, bytes, 1 + width);
-}
-
-/* An int of the table, as msgpack packs it. */
-static int pack_int(Buffer *buffer, long long number) {
-    if (number > 0) { /* msgpack packs a positive int as an unsigned one */
-        uint64_t positive = (uint64_t)number;
-        if (positive < 0x80) return put_head(buffer, (unsigned char)positive, 0, 0);
-        if (positive < 0x100) return put_head(buffer, 0xcc, positive, 1);
-        if (positive < 0x10000) return put_head(buffer, 0xcd, positive, 2);
-        if (positive < 0x100000000ULL) return put_head(buffer, 0xce, positive, 4);
-        return put_head(buffer, 0xcf, positive, 8);
-    }
-    if (number >= -32) return put_head(buffer, (unsigned char)(int8_t)number, 0, 0);
-    if (number >= -128) return put_head(buffer, 0xd0, (uint64_t)number, 1);
-    if (number >= -32768) return put_head(buffer, 0xd1, (uint64_t)number, 2);
-    if (number >= -2147483648LL) return put_head(buffer, 0xd2, (uint64_t)number, 4);
-    return put_head(buffer, 0xd3, (uint64_t)number, 8);
-}
+#include "../_msgpack_write.h"
 
 /* A text of the table (ASCII: digits, a float's repr), as msgpack packs a str without bin
    types (no 8-bit length form). */
@@ -182,7 +129,7 @@ static int add_write(Buffer *table, Blobs *blobs, PyObject *write, PyObject *spl
     if (id_text == NULL) goto failed;
     int packed = pack_object_text(table, id_text);
     Py_DECREF(id_text);
-    if (packed < 0 || pack_int(table, at_head) < 0) goto failed;
+    if (packed < 0 || put_int(table, at_head) < 0) goto failed;
     if (deadline == Py_None) {
         if (pack_text(table, "", 0) < 0) goto failed;
     } else {
@@ -192,8 +139,8 @@ static int add_write(Buffer *table, Blobs *blobs, PyObject *write, PyObject *spl
         Py_DECREF(when);
         if (packed < 0) goto failed;
     }
-    if (pack_int(table, from) < 0 || pack_int(table, first) < 0 || pack_int(table, sealed) < 0 ||
-        pack_int(table, at_tail) < 0 || pack_int(table, at_constant) < 0)
+    if (put_int(table, from) < 0 || put_int(table, first) < 0 || put_int(table, sealed) < 0 ||
+        put_int(table, at_tail) < 0 || put_int(table, at_constant) < 0)
         goto failed;
     outcome = DONE;
     goto done;
@@ -217,7 +164,9 @@ static PyObject *packed_call(PyObject *module, PyObject *const *args, Py_ssize_t
     PyObject *writes = PySequence_Fast(args[1], "packed_call: writes must be a sequence");
     if (writes == NULL) return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(writes), heads = PyTuple_GET_SIZE(head);
-    Buffer table = {NULL, 0, 0}, call = {NULL, 0, 0};
+    Buffer table, call;
+    buffer_init(&table);
+    buffer_init(&call);
     Blobs blobs = {NULL, 0, 0};
     PyObject *result = NULL;
     for (Py_ssize_t at = 0; at < heads; at++) {
@@ -254,11 +203,13 @@ static PyObject *packed_call(PyObject *module, PyObject *const *args, Py_ssize_t
         PyObject *blob = blobs.items[at];
         if (put_bulk(&call, PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob)) < 0) goto done;
     }
-    result = PyBytes_FromStringAndSize(call.data, call.size);
-done:
+    result = buffer_bytes(&call, 0);
+    goto release;
+done: /* an error set, or None */
+    buffer_bytes(&call, 1);
+release:
     Py_DECREF(writes);
-    PyMem_Free(table.data);
-    PyMem_Free(call.data);
+    buffer_bytes(&table, 1);
     PyMem_Free(blobs.items);
     return result;
 }

@@ -20,7 +20,7 @@ PY_CHECK := -c 'import sys; sys.exit(sys.version_info < (3, 11))'
 # backend of llama-cpp-python refuses settings it does not know.
 EDITABLE := $(PY) -m pip install --quiet --no-deps -e . --config-settings editable_mode=compat
 
-.PHONY: demo test lint typecheck unit redis-server chromium graphviz cpp cpp-sanitize csharp diagrams render-diagrams bench soak clean docs docs-serve
+.PHONY: demo test lint typecheck unit python-headers redis-server chromium graphviz cpp cpp-sanitize csharp diagrams render-diagrams bench soak clean docs docs-serve
 
 # A .venv made by an older Python (or left broken) would fail on every run: forget its stamps
 # so the recipe below rebuilds it from scratch.
@@ -32,7 +32,7 @@ ifneq ($(wildcard $(VENV)/lib/python*/site-packages/__editable___turnloom_*_find
 $(shell rm -f $(STAMP) $(BENCH_STAMP))
 endif
 
-$(STAMP): pyproject.toml setup.py $(wildcard turnloom/engine/durable/*.[ch] turnloom/engine/durable/store/*.c)
+$(STAMP): pyproject.toml setup.py $(wildcard turnloom/engine/durable/*.[ch] turnloom/engine/durable/store/*.c) | python-headers
 	@$(PYTHON) $(PY_CHECK) || { echo "turnloom needs Python >= 3.11, and '$(PYTHON)' is" \
 		"$$($(PYTHON) -V 2>&1). Pick another: make $(MAKECMDGOALS) PYTHON=python3.12" >&2; exit 1; }
 	@$(PY) $(PY_CHECK) 2>/dev/null || $(PYTHON) -m venv --clear $(VENV)
@@ -68,6 +68,18 @@ define apt_install
 		{ apt-get update -q >/dev/null && apt-get install -y -q $(2) >/dev/null; }; \
 	else echo "$(3): sudo apt-get install $(2)" >&2; $(if $(4),exit 1,true); fi; }
 endef
+
+# The package's two C extensions (setup.py) are built against Python's headers: Debian's
+# python3-dev, installed here when they are missing and we are root with apt-get, else the
+# command is printed (the install then goes on without the extensions, and a test says so).
+HAS_HEADERS := -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
+python-headers:
+	@$(PYTHON) $(HAS_HEADERS) 2>/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get install -y -q python3-dev >/dev/null 2>&1 || \
+			{ apt-get update -q >/dev/null && apt-get install -y -q python3-dev >/dev/null; }; \
+		else echo "note: Python's headers are missing, turnloom's C extensions will not be" \
+			"built: sudo apt-get install python3-dev" >&2; fi; }
 
 # The durability tests start a real Redis server (Debian's redis-server) and skip without one:
 # installed here when missing and we are root with apt-get, else the command is printed.

@@ -5,9 +5,11 @@ while Redis writes.
 
 The client's command path (pool, retries, its telemetry) costs several times the round trip
 itself, and a write group is made at almost every loop iteration of a busy worker: so the
-calls are packed here (`save_arguments`, the client's C packer) and sent on the connection
-directly. Like the client, a call loads the script if Redis lacks it, and is made again on a
-dropped connection (it may be made twice: SAVE_MANY's writes are idempotent, its parts
+calls are packed here and sent on the connection directly. The package's C extension packs a
+group in one pass (`_save_call.c`); where it is not built, or for a write it leaves to Python,
+the call is made of `save_arguments` and packed by the client's C packer: the same bytes.
+Like the client, a call loads the script if Redis lacks it, and is made again on a dropped
+connection (it may be made twice: SAVE_MANY's writes are idempotent, its parts
 replaced from a given index).
 """
 
@@ -47,10 +49,8 @@ class WriteConnection:
         keys and first arguments, encoded; `keys`: how many of them are keys."""
         self._client = client
         self._script = script
-        self._head = head
-        self._keys = str(keys).encode()
-        #: The call's arguments before its table, encoded (`_packed_call`'s).
-        self._first = (b"EVALSHA", script.sha.encode(), self._keys, *head)
+        #: The call's arguments before its table, encoded.
+        self._first = (b"EVALSHA", script.sha.encode(), str(keys).encode(), *head)
         self._connection: Any = None
         #: What packs the table as Redis's `cmsgpack` reads it (str types only).
         self._packer = msgpack.Packer(use_bin_type=False)

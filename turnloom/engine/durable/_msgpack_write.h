@@ -64,6 +64,17 @@ static inline int put_head(Buffer *buffer, unsigned char marker, uint64_t value,
     return put(buffer, bytes, 1 + width);
 }
 
+/* A length-prefixed header: the fix form below `fix_below`, else the 8-bit form (if any:
+   `marker8` nonzero), the 16-bit or the 32-bit one. */
+static inline int put_sized(Buffer *buffer, Py_ssize_t size, unsigned char fix,
+                            Py_ssize_t fix_below, unsigned char marker8, unsigned char marker16,
+                            unsigned char marker32) {
+    if (size < fix_below) return put_head(buffer, (unsigned char)(fix | size), 0, 0);
+    if (marker8 && size < 0x100) return put_head(buffer, marker8, (uint64_t)size, 1);
+    if (size < 0x10000) return put_head(buffer, marker16, (uint64_t)size, 2);
+    return put_head(buffer, marker32, (uint64_t)size, 4);
+}
+
 /* An int as msgpack packs it: a positive one as unsigned, the smallest form that holds it. */
 static int put_int(Buffer *buffer, long long number) {
     if (number > 0) {

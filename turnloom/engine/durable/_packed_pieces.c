@@ -20,17 +20,6 @@
 
 static PyObject *fallback = NULL; /* msgpack.Packer(use_bin_type=True).pack */
 
-/* A length-prefixed header: the fix form below `fix_below`, else the 8-bit form (if any:
-   `marker8` nonzero), the 16-bit or the 32-bit one. */
-static inline int put_sized(Buffer *buffer, Py_ssize_t size, unsigned char fix,
-                            Py_ssize_t fix_below, unsigned char marker8, unsigned char marker16,
-                            unsigned char marker32) {
-    if (size < fix_below) return put_head(buffer, (unsigned char)(fix | size), 0, 0);
-    if (marker8 && size < 0x100) return put_head(buffer, marker8, (uint64_t)size, 1);
-    if (size < 0x10000) return put_head(buffer, marker16, (uint64_t)size, 2);
-    return put_head(buffer, marker32, (uint64_t)size, 4);
-}
-
 /* Outcomes of packing a value: packed, failed (an error is set), or not a plain value (the
    item goes to the Python packer, no error set). */
 enum { PACKED = 0, FAILED = -1, NOT_PLAIN = -2 };

@@ -14,11 +14,8 @@
 /* A text of the table (ASCII: digits, a float's repr), as msgpack packs a str without bin
    types (no 8-bit length form). */
 static int pack_text(Buffer *buffer, const char *text, Py_ssize_t size) {
-    int failed;
-    if (size < 32) failed = put_head(buffer, (unsigned char)(0xa0 | size), 0, 0);
-    else if (size < 0x10000) failed = put_head(buffer, 0xda, (uint64_t)size, 2);
-    else failed = put_head(buffer, 0xdb, (uint64_t)size, 4);
-    return failed < 0 ? -1 : put(buffer, text, size);
+    if (put_sized(buffer, size, 0xa0, 32, 0, 0xda, 0xdb) < 0) return -1;
+    return put(buffer, text, size);
 }
 
 static int pack_object_text(Buffer *buffer, PyObject *text) {
@@ -177,11 +174,7 @@ static PyObject *packed_call(PyObject *module, PyObject *const *args, Py_ssize_t
         }
     }
     /* The table: an array of eight values a write. */
-    uint64_t items = (uint64_t)count * 8;
-    int header = items < 16 ? put_head(&table, (unsigned char)(0x90 | items), 0, 0)
-                 : items < 0x10000 ? put_head(&table, 0xdc, items, 2)
-                                   : put_head(&table, 0xdd, items, 4);
-    if (header < 0) goto done;
+    if (put_sized(&table, count * 8, 0x90, 16, 0, 0xdc, 0xdd) < 0) goto done;
     for (Py_ssize_t at = 0; at < count; at++) {
         int outcome = add_write(&table, &blobs, PySequence_Fast_GET_ITEM(writes, at), split_type);
         if (outcome == FAILED) goto done;

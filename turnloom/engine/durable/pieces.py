@@ -35,5 +35,5 @@ except ImportError:  # the extension is not built: the same, in Python
 else:
     # What the extension hands an item that is not plain values (a subclass, an int past 64
     # bits, a lone surrogate): its bytes, or its error, are msgpack's own.
-    set_fallback(msgpack.Packer(use_bin_type=True).pack)
+    set_fallback(_PACKER.pack)
     accelerated = True
